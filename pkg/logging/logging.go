@@ -1,0 +1,69 @@
+// Package logging sets up the operator's one log stream: log/slog JSON lines
+// on stdout, with client-go's klog output bridged into the same handler so
+// every line a Bloodraven process prints is one JSON object.
+package logging
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+
+	"k8s.io/klog/v2"
+)
+
+// ParseLevel accepts debug, info, warn or error (any case).
+func ParseLevel(s string) (slog.Level, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(s)); err != nil {
+		return 0, fmt.Errorf("unknown log level %q (want debug, info, warn or error)", s)
+	}
+	return l, nil
+}
+
+// New returns a JSON logger writing to w at level. Attributes whose key names
+// a secret are redacted (see redact), as a second line of defence behind the
+// rule that secrets are never passed to a logger.
+func New(w io.Writer, level slog.Leveler) *slog.Logger {
+	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level, ReplaceAttr: redact}))
+}
+
+// Install makes logger the process default and routes klog (and so
+// client-go, leader election and informers) through it.
+func Install(logger *slog.Logger) {
+	slog.SetDefault(logger)
+	klog.SetSlogLogger(logger)
+}
+
+// secretKeys are lower-cased substrings of attribute keys whose values must
+// never reach a log line.
+var secretKeys = []string{"password", "token", "secret", "authorization", "passphrase"}
+
+// Redacted replaces the value of a secret-looking attribute.
+const Redacted = "[redacted]"
+
+func redact(_ []string, a slog.Attr) slog.Attr {
+	k := strings.ToLower(a.Key)
+	for _, s := range secretKeys {
+		if strings.Contains(k, s) {
+			return slog.String(a.Key, Redacted)
+		}
+	}
+	return a
+}
+
+type ctxKey struct{}
+
+// WithLogger stores a logger in ctx; From reads it back.
+func WithLogger(ctx context.Context, l *slog.Logger) context.Context {
+	return context.WithValue(ctx, ctxKey{}, l)
+}
+
+// From returns the logger stored in ctx, or the default logger.
+func From(ctx context.Context) *slog.Logger {
+	if l, ok := ctx.Value(ctxKey{}).(*slog.Logger); ok {
+		return l
+	}
+	return slog.Default()
+}
