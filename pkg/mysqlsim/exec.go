@@ -1,0 +1,151 @@
+package mysqlsim
+
+import (
+	"strings"
+	"time"
+
+	gomysql "github.com/go-mysql-org/go-mysql/mysql"
+)
+
+// exec runs one statement for a session. Errors are bare *MyError values so
+// the client sees MySQL's error numbers.
+func (s *Server) exec(sess *session, sql string, binaryProto bool) (*gomysql.Result, error) {
+	toks, err := lex(sql)
+	if err != nil {
+		return nil, err
+	}
+	if len(toks) == 0 {
+		return nil, myErr(1065, "Query was empty")
+	}
+	s.mu.Lock()
+	sess.command, sess.info, sess.state, sess.since = "Query", sql, "executing", time.Now()
+	sess.queryKil = make(chan struct{})
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		if sess.command == "Query" {
+			sess.command, sess.info, sess.state, sess.since = "Sleep", "", "", time.Now()
+		}
+		s.mu.Unlock()
+	}()
+	c := &cursor{sql: sql, toks: toks}
+	first := c.next()
+	res, tbl, err := s.dispatch(sess, first, c)
+	if err != nil {
+		return nil, err
+	}
+	if tbl != nil {
+		return tbl.build(binaryProto)
+	}
+	if res == nil {
+		res = okResult(0)
+	}
+	return res, nil
+}
+
+// dispatch picks the statement by its first keyword(s).
+func (s *Server) dispatch(sess *session, first token, c *cursor) (*gomysql.Result, *table, error) {
+	switch {
+	case first.isKw("SELECT"):
+		t, err := s.execSelect(sess, c)
+		return nil, t, err
+	case first.isKw("SET"):
+		return nil, nil, s.execSet(sess, c)
+	case first.isKw("SHOW"):
+		t, err := s.execShow(sess, c)
+		return nil, t, err
+	case first.isKw("KILL"):
+		return nil, nil, s.execKill(sess, c)
+	case first.isKw("USE"):
+		return nil, nil, s.execUse(sess, c)
+	case first.isKw("CHANGE"):
+		return nil, nil, s.execChangeSource(sess, c)
+	case first.isKw("START") && c.peek().isKw("TRANSACTION"):
+		c.next()
+		return nil, nil, s.execBegin(sess, c)
+	case first.isKw("BEGIN"):
+		c.acceptKw("WORK")
+		return nil, nil, s.execBegin(sess, c)
+	case first.isKw("COMMIT"):
+		c.acceptKw("WORK")
+		return nil, nil, s.execCommit(sess, c)
+	case first.isKw("ROLLBACK"):
+		c.acceptKw("WORK")
+		return nil, nil, s.execRollback(sess, c)
+	case first.isKw("START"):
+		return nil, nil, s.execStartReplica(sess, c)
+	case first.isKw("STOP"):
+		return nil, nil, s.execStopReplica(sess, c)
+	case first.isKw("RESET"):
+		return nil, nil, s.execReset(sess, c)
+	case first.isKw("CLONE"):
+		return nil, nil, s.execClone(sess, c)
+	case first.isKw("CREATE"), first.isKw("DROP"), first.isKw("INSERT"), first.isKw("DELETE"):
+		res, err := s.execWrite(sess, first, c)
+		return res, nil, err
+	case first.isKw("DO"):
+		// DO evaluates expressions and discards the result (e.g. DO SLEEP(1)).
+		_, err := s.selectExprs(sess, c)
+		return nil, nil, err
+	case first.isKw("UPDATE", "REPLACE", "ALTER", "TRUNCATE", "RENAME", "GRANT", "REVOKE", "FLUSH",
+		"PURGE", "LOCK", "UNLOCK", "INSTALL", "ANALYZE", "OPTIMIZE", "CALL", "LOAD", "HANDLER", "XA"):
+		return nil, nil, errNotSupported(strings.ToUpper(first.text) + " in the Bloodraven MySQL simulator")
+	}
+	return nil, nil, errParse(c.sql[first.pos:])
+}
+
+func (s *Server) execUse(sess *session, c *cursor) error {
+	db, err := c.ident()
+	if err != nil {
+		return err
+	}
+	if err := c.expectEnd(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.st.dbs[db]; !ok {
+		return myErr(ErBadDB, "Unknown database '%s'", db)
+	}
+	sess.db = db
+	return nil
+}
+
+// execKill implements KILL [CONNECTION | QUERY] processlist_id.
+func (s *Server) execKill(sess *session, c *cursor) error {
+	query := false
+	if c.acceptKw("QUERY") {
+		query = true
+	} else {
+		c.acceptKw("CONNECTION")
+	}
+	id, err := c.intLit()
+	if err != nil {
+		return err
+	}
+	if err := c.expectEnd(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	target, ok := s.sessions[uint64(id)]
+	if !ok {
+		return myErr(ErNoSuchThread, "Unknown thread id: %d", id)
+	}
+	if target.user.Name != sess.user.Name && !sess.isAdmin() {
+		return myErr(ErKillDenied, "You are not owner of thread %d", id)
+	}
+	if query {
+		if target.command == "Query" && target.queryKil != nil && target != sess {
+			close(target.queryKil)
+			target.queryKil = nil
+		}
+		return nil
+	}
+	s.log.Info("session killed", "id", id, "user", target.user.Name, "by", sess.user.Name)
+	target.kill()
+	if target == sess {
+		return myErr(ErQueryInterrupted, "Query execution was interrupted")
+	}
+	return nil
+}

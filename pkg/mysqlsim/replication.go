@@ -1,0 +1,449 @@
+package mysqlsim
+
+import (
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/shipstream/bloodraven/pkg/gtid"
+)
+
+// channel is the default replication channel (”) of a replica: its
+// connection metadata (CHANGE REPLICATION SOURCE TO), relay log and thread
+// states. It is part of the on-disk state.
+type channel struct {
+	host                  string
+	port                  int
+	user, password        string
+	autoPosition          bool
+	ssl, sslVerify        bool
+	sslCA, sslCert        string
+	sslKey                string
+	connectRetry          int
+	retryCount            int
+	delay                 int // SOURCE_DELAY seconds
+	getPublicKey          bool
+	heartbeat             float64
+	ioWanted, sqlWanted   bool // START REPLICA was given (threads restart with the server)
+	ioState               string
+	ioRunning             string // Yes, No, Connecting
+	sqlRunning            bool
+	retrieved             gtid.Set
+	relay                 []txn // received, not yet applied, in order
+	sourceUUID            string
+	sourceServerID        uint64
+	lastIOErrno           int
+	lastIOError           string
+	lastIOErrorTime       time.Time
+	lastSQLErrno          int
+	lastSQLError          string
+	lastSQLErrorTime      time.Time
+	sqlState              string
+	delayUntil            time.Time // applier waiting for SOURCE_DELAY or injected lag
+	injectedApplyLag      time.Duration
+	ioStop, sqlStop       chan struct{}
+	receiverSessionSource string // address dialled
+}
+
+func newChannel() *channel {
+	return &channel{port: 3306, connectRetry: 60, retryCount: 10, ioRunning: "No", heartbeat: 30}
+}
+
+// replicaStatusColumns are SHOW REPLICA STATUS's columns in MySQL 9.7 order.
+var replicaStatusColumns = []column{
+	{"Replica_IO_State", colString}, {"Source_Host", colString}, {"Source_User", colString},
+	{"Source_Port", colInt}, {"Connect_Retry", colInt}, {"Source_Log_File", colString},
+	{"Read_Source_Log_Pos", colInt}, {"Relay_Log_File", colString}, {"Relay_Log_Pos", colInt},
+	{"Relay_Source_Log_File", colString}, {"Replica_IO_Running", colString}, {"Replica_SQL_Running", colString},
+	{"Replicate_Do_DB", colString}, {"Replicate_Ignore_DB", colString}, {"Replicate_Do_Table", colString},
+	{"Replicate_Ignore_Table", colString}, {"Replicate_Wild_Do_Table", colString}, {"Replicate_Wild_Ignore_Table", colString},
+	{"Last_Errno", colInt}, {"Last_Error", colString}, {"Skip_Counter", colInt},
+	{"Exec_Source_Log_Pos", colInt}, {"Relay_Log_Space", colInt}, {"Until_Condition", colString},
+	{"Until_Log_File", colString}, {"Until_Log_Pos", colInt}, {"Source_SSL_Allowed", colString},
+	{"Source_SSL_CA_File", colString}, {"Source_SSL_CA_Path", colString}, {"Source_SSL_Cert", colString},
+	{"Source_SSL_Cipher", colString}, {"Source_SSL_Key", colString}, {"Seconds_Behind_Source", colInt},
+	{"Source_SSL_Verify_Server_Cert", colString}, {"Last_IO_Errno", colInt}, {"Last_IO_Error", colString},
+	{"Last_SQL_Errno", colInt}, {"Last_SQL_Error", colString}, {"Replicate_Ignore_Server_Ids", colString},
+	{"Source_Server_Id", colUint}, {"Source_UUID", colString}, {"Source_Info_File", colString},
+	{"SQL_Delay", colInt}, {"SQL_Remaining_Delay", colInt}, {"Replica_SQL_Running_State", colString},
+	{"Source_Retry_Count", colInt}, {"Source_Bind", colString}, {"Last_IO_Error_Timestamp", colString},
+	{"Last_SQL_Error_Timestamp", colString}, {"Source_SSL_Crl", colString}, {"Source_SSL_Crlpath", colString},
+	{"Retrieved_Gtid_Set", colString}, {"Executed_Gtid_Set", colString}, {"Auto_Position", colInt},
+	{"Replicate_Rewrite_DB", colString}, {"Channel_Name", colString}, {"Source_TLS_Version", colString},
+	{"Source_public_key_path", colString}, {"Get_Source_public_key", colInt}, {"Network_Namespace", colString},
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "Yes"
+	}
+	return "No"
+}
+
+func errTimestamp(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format("060102 15:04:05")
+}
+
+// replicaStatusLocked renders SHOW REPLICA STATUS: no row without a channel;
+// unset columns are ” or 0; Seconds_Behind_Source and SQL_Remaining_Delay
+// are the only NULLs.
+func (s *Server) replicaStatusLocked() *table {
+	t := &table{cols: replicaStatusColumns}
+	ch := s.st.repl
+	if ch == nil {
+		return t
+	}
+	binlogPos := int64(157)
+	logFile := ""
+	if ch.ioRunning == "Yes" || !ch.retrieved.IsEmpty() {
+		logFile = "binlog.000001"
+		binlogPos += int64(300 * ch.retrieved.Count())
+	}
+	applied := int64(len(ch.relay))
+	var behind, remaining any
+	if ch.sqlRunning {
+		switch {
+		case len(ch.relay) > 0:
+			behind = int64(time.Since(ch.relay[0].committed) / time.Second)
+		case ch.ioRunning == "Yes":
+			behind = int64(0)
+		}
+		if !ch.delayUntil.IsZero() && ch.delay > 0 {
+			remaining = int64(time.Until(ch.delayUntil)/time.Second) + 1
+		}
+	}
+	lastErrno, lastErr := ch.lastSQLErrno, ch.lastSQLError
+	row := []any{
+		ch.ioState, ch.host, ch.user, int64(ch.port), int64(ch.connectRetry), logFile,
+		binlogPos, s.cfg.Name + "-relay-bin.000002", int64(4 + 300*(int64(len(ch.relay)))),
+		logFile, ch.ioRunning, yesNo(ch.sqlRunning),
+		"", "", "", "", "", "",
+		int64(lastErrno), lastErr, int64(0),
+		binlogPos - 300*applied, int64(157 + 300*len(ch.relay)), "None",
+		"", int64(0), yesNo(ch.ssl),
+		ch.sslCA, "", ch.sslCert, "", ch.sslKey, behind,
+		yesNo(ch.sslVerify), int64(ch.lastIOErrno), ch.lastIOError,
+		int64(ch.lastSQLErrno), ch.lastSQLError, "",
+		ch.sourceServerID, ch.sourceUUID, "mysql.slave_master_info",
+		int64(ch.delay), remaining, ch.sqlState,
+		int64(ch.retryCount), "", errTimestamp(ch.lastIOErrorTime),
+		errTimestamp(ch.lastSQLErrorTime), "", "",
+		ch.retrieved.String(), s.st.executed.String(), boolInt(ch.autoPosition),
+		"", "", "",
+		"", boolInt(ch.getPublicKey), "",
+	}
+	t.rows = [][]any{row}
+	return t
+}
+
+// execChangeSource implements CHANGE REPLICATION SOURCE TO option = value, ...
+func (s *Server) execChangeSource(sess *session, c *cursor) error {
+	if !c.acceptKw("REPLICATION", "SOURCE", "TO") {
+		return c.errHere()
+	}
+	type opt struct {
+		name  string
+		str   string
+		num   int64
+		isNum bool
+	}
+	var opts []opt
+	for {
+		name, err := c.ident()
+		if err != nil {
+			return err
+		}
+		if !c.acceptPunct("=") {
+			return c.errHere()
+		}
+		t := c.next()
+		o := opt{name: strings.ToUpper(name)}
+		switch t.kind {
+		case tString:
+			o.str = t.text
+		case tNumber:
+			f, err := strconv.ParseFloat(t.text, 64)
+			if err != nil {
+				c.i--
+				return c.errHere()
+			}
+			o.num, o.isNum, o.str = int64(f), true, t.text
+		default:
+			c.i--
+			return c.errHere()
+		}
+		opts = append(opts, o)
+		if !c.acceptPunct(",") {
+			break
+		}
+	}
+	if c.acceptKw("FOR", "CHANNEL") {
+		name, err := c.stringLit()
+		if err != nil {
+			return err
+		}
+		if name != "" {
+			return errNotSupported("replication channels other than the default channel in the Bloodraven MySQL simulator")
+		}
+	}
+	if err := c.expectEnd(); err != nil {
+		return err
+	}
+	if !sess.isAdmin() {
+		return errNeedPrivilege("SUPER or REPLICATION_SLAVE_ADMIN")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ch := s.st.repl
+	if ch == nil {
+		ch = newChannel()
+	}
+	changesSource := false
+	for _, o := range opts {
+		switch o.name {
+		case "SOURCE_HOST", "SOURCE_PORT", "SOURCE_USER", "SOURCE_PASSWORD", "SOURCE_AUTO_POSITION":
+			changesSource = true
+		}
+	}
+	if changesSource && ch.ioRunning != "No" {
+		return myErr(ErReplicaIOThreadMustStop, "This operation cannot be performed with a running replica io thread; run STOP REPLICA IO_THREAD FOR CHANNEL '' first.")
+	}
+	for _, o := range opts {
+		wantNum := func() error {
+			if !o.isNum {
+				return errParse("'" + o.str + "'")
+			}
+			return nil
+		}
+		wantStr := func() error {
+			if o.isNum {
+				return errParse(o.str)
+			}
+			return nil
+		}
+		var err error
+		switch o.name {
+		case "SOURCE_HOST":
+			err = wantStr()
+			ch.host = o.str
+		case "SOURCE_PORT":
+			err = wantNum()
+			ch.port = int(o.num)
+		case "SOURCE_USER":
+			err = wantStr()
+			ch.user = o.str
+		case "SOURCE_PASSWORD":
+			err = wantStr()
+			ch.password = o.str
+		case "SOURCE_AUTO_POSITION":
+			err = wantNum()
+			ch.autoPosition = o.num == 1
+		case "SOURCE_SSL":
+			err = wantNum()
+			ch.ssl = o.num == 1
+		case "SOURCE_SSL_VERIFY_SERVER_CERT":
+			err = wantNum()
+			ch.sslVerify = o.num == 1
+		case "SOURCE_SSL_CA":
+			err = wantStr()
+			ch.sslCA = o.str
+		case "SOURCE_SSL_CERT":
+			err = wantStr()
+			ch.sslCert = o.str
+		case "SOURCE_SSL_KEY":
+			err = wantStr()
+			ch.sslKey = o.str
+		case "SOURCE_CONNECT_RETRY":
+			err = wantNum()
+			ch.connectRetry = int(o.num)
+		case "SOURCE_RETRY_COUNT":
+			err = wantNum()
+			ch.retryCount = int(o.num)
+		case "SOURCE_DELAY":
+			err = wantNum()
+			ch.delay = int(o.num)
+		case "GET_SOURCE_PUBLIC_KEY":
+			err = wantNum()
+			ch.getPublicKey = o.num == 1
+		case "SOURCE_HEARTBEAT_PERIOD":
+			err = wantNum()
+		case "SOURCE_TLS_VERSION", "SOURCE_SSL_CIPHER", "SOURCE_SSL_CRL", "SOURCE_SSL_CRLPATH", "SOURCE_SSL_CAPATH",
+			"SOURCE_PUBLIC_KEY_PATH", "NETWORK_NAMESPACE", "SOURCE_BIND", "PRIVILEGE_CHECKS_USER":
+			err = wantStr()
+		case "REQUIRE_ROW_FORMAT", "GTID_ONLY", "SOURCE_ZSTD_COMPRESSION_LEVEL":
+			err = wantNum()
+		default:
+			return errParse(o.name + " = " + o.str)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	// With the applier stopped, CHANGE REPLICATION SOURCE TO deletes the
+	// relay logs (MySQL manual, CHANGE REPLICATION SOURCE TO): what was
+	// received but not applied is gone, and Retrieved_Gtid_Set restarts.
+	if !ch.sqlRunning {
+		ch.relay, ch.retrieved = nil, gtid.Set{}
+	}
+	if changesSource {
+		ch.lastIOErrno, ch.lastIOError, ch.lastIOErrorTime = 0, "", time.Time{}
+	}
+	s.st.repl = ch
+	s.log.Info("replication source changed", "sourceHost", ch.host, "sourcePort", ch.port, "sourceUser", ch.user, "autoPosition", ch.autoPosition)
+	s.notifyLocked()
+	return nil
+}
+
+// parseThreadList reads the optional IO_THREAD / SQL_THREAD list of
+// START/STOP REPLICA and the FOR CHANNEL clause.
+func parseThreadList(c *cursor) (io, sqlT bool, err error) {
+	for {
+		switch {
+		case c.acceptKw("IO_THREAD"):
+			io = true
+		case c.acceptKw("SQL_THREAD"):
+			sqlT = true
+		}
+		if !c.acceptPunct(",") {
+			break
+		}
+	}
+	if c.acceptKw("FOR", "CHANNEL") {
+		name, err := c.stringLit()
+		if err != nil {
+			return false, false, err
+		}
+		if name != "" {
+			return false, false, myErr(3074, "Replica channel '%s' does not exist.", name)
+		}
+	}
+	if !c.done() {
+		if c.peek().isKw("UNTIL", "USER", "PASSWORD", "DEFAULT_AUTH", "PLUGIN_DIR") {
+			return false, false, errNotSupported("START REPLICA options in the Bloodraven MySQL simulator")
+		}
+		return false, false, c.errHere()
+	}
+	if !io && !sqlT {
+		io, sqlT = true, true
+	}
+	return io, sqlT, nil
+}
+
+func (s *Server) execStartReplica(sess *session, c *cursor) error {
+	if !c.acceptKw("REPLICA") {
+		return c.errHere()
+	}
+	io, sqlT, err := parseThreadList(c)
+	if err != nil {
+		return err
+	}
+	if !sess.isAdmin() {
+		return errNeedPrivilege("SUPER or REPLICATION_SLAVE_ADMIN")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ch := s.st.repl
+	if ch == nil || ch.host == "" {
+		return myErr(ErReplicaNotConfigured, "The server is not configured as replica; fix in config file or with CHANGE REPLICATION SOURCE TO")
+	}
+	if io {
+		ch.ioWanted = true
+		ch.lastIOErrno, ch.lastIOError, ch.lastIOErrorTime = 0, "", time.Time{}
+	}
+	if sqlT {
+		ch.sqlWanted = true
+		ch.lastSQLErrno, ch.lastSQLError, ch.lastSQLErrorTime = 0, "", time.Time{}
+	}
+	s.startReplicationLocked()
+	return nil
+}
+
+func (s *Server) execStopReplica(sess *session, c *cursor) error {
+	if !c.acceptKw("REPLICA") {
+		return c.errHere()
+	}
+	io, sqlT, err := parseThreadList(c)
+	if err != nil {
+		return err
+	}
+	if !sess.isAdmin() {
+		return errNeedPrivilege("SUPER or REPLICATION_SLAVE_ADMIN")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ch := s.st.repl
+	if ch == nil {
+		return nil // MySQL gives a warning only
+	}
+	if io {
+		ch.ioWanted = false
+		s.stopReceiverLocked(ch)
+	}
+	if sqlT {
+		ch.sqlWanted = false
+		s.stopApplierLocked(ch)
+	}
+	s.notifyLocked()
+	return nil
+}
+
+// execReset implements RESET REPLICA [ALL] and RESET BINARY LOGS AND GTIDS.
+func (s *Server) execReset(sess *session, c *cursor) error {
+	if c.acceptKw("BINARY", "LOGS", "AND", "GTIDS") {
+		if err := c.expectEnd(); err != nil {
+			return err
+		}
+		if !sess.isAdmin() {
+			return errNeedPrivilege("RELOAD")
+		}
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.st.executed, s.st.purged, s.st.binlog = gtid.Set{}, gtid.Set{}, nil
+		s.notifyLocked()
+		return nil
+	}
+	if !c.acceptKw("REPLICA") {
+		return c.errHere()
+	}
+	all := c.acceptKw("ALL")
+	if c.acceptKw("FOR", "CHANNEL") {
+		if _, err := c.stringLit(); err != nil {
+			return err
+		}
+	}
+	if err := c.expectEnd(); err != nil {
+		return err
+	}
+	if !sess.isAdmin() {
+		return errNeedPrivilege("SUPER or REPLICATION_SLAVE_ADMIN")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ch := s.st.repl
+	if ch == nil {
+		return nil
+	}
+	if ch.ioRunning != "No" || ch.sqlRunning {
+		return myErr(ErReplicaChannelMustStop, "This operation cannot be performed with running replication threads; run STOP REPLICA FOR CHANNEL '' first")
+	}
+	if len(ch.relay) > 0 {
+		s.log.Warn("RESET REPLICA discards relay log", "unappliedTransactions", len(ch.relay))
+	}
+	if all {
+		s.st.repl = nil
+	} else {
+		// RESET REPLICA keeps the connection parameters but forgets the
+		// relay log, the received set and the error state.
+		fresh := newChannel()
+		fresh.host, fresh.port, fresh.user, fresh.password = ch.host, ch.port, ch.user, ch.password
+		fresh.autoPosition, fresh.ssl, fresh.sslVerify = ch.autoPosition, ch.ssl, ch.sslVerify
+		fresh.sslCA, fresh.sslCert, fresh.sslKey = ch.sslCA, ch.sslCert, ch.sslKey
+		fresh.connectRetry, fresh.retryCount, fresh.delay, fresh.getPublicKey = ch.connectRetry, ch.retryCount, ch.delay, ch.getPublicKey
+		s.st.repl = fresh
+	}
+	s.notifyLocked()
+	return nil
+}

@@ -1,0 +1,350 @@
+// Package mysqlsim is a wire-level simulator of the parts of MySQL 9.7 that
+// Bloodraven relies on. Each Server is a real TCP listener speaking the MySQL
+// client/server protocol (through go-mysql-org/go-mysql's server package), with
+// its own state: identity, read_only/super_read_only, GTID sets, a binary log,
+// a small table store, sessions, users, and a replication channel.
+//
+// Several servers run in one process without sharing anything: all state is
+// per Server, behind its mutex. docs/mysql-simulator.md lists what is
+// modelled and what is not.
+package mysqlsim
+
+import (
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/go-mysql-org/go-mysql/server"
+
+	"github.com/shipstream/bloodraven/pkg/gtid"
+)
+
+// Version is the server version the simulator reports.
+const Version = "9.7.0-bloodraven-sim"
+
+// Role is a simplified privilege set.
+type Role string
+
+const (
+	// RoleAdmin holds the dynamic privileges the operator and sidecar use:
+	// CONNECTION_ADMIN, SYSTEM_VARIABLES_ADMIN, REPLICATION_SLAVE_ADMIN,
+	// REPLICATION CLIENT, PROCESS, CLONE_ADMIN, BACKUP_ADMIN. It may write
+	// while read_only=ON (but not while super_read_only=ON), as MySQL allows
+	// CONNECTION_ADMIN holders to.
+	RoleAdmin Role = "admin"
+	// RoleApp may read and write data only; read_only refuses its writes.
+	RoleApp Role = "app"
+	// RoleReplication has REPLICATION SLAVE and BACKUP_ADMIN: it may stream
+	// the binary log and be a clone donor user, nothing else.
+	RoleReplication Role = "repl"
+)
+
+// Authentication plugin names.
+const (
+	NativePassword      = "mysql_native_password"
+	CachingSHA2Password = "caching_sha2_password"
+)
+
+// User is an account. Host is not modelled: every user is 'name'@'%'.
+type User struct {
+	Name     string
+	Password string
+	Plugin   string // NativePassword or CachingSHA2Password; empty means caching_sha2
+	Role     Role
+}
+
+// Config configures one simulated mysqld.
+type Config struct {
+	// Name identifies the server in logs (e.g. the site name).
+	Name string
+	// Addr is the listen address; it must be a loopback address. Default 127.0.0.1:0.
+	Addr       string
+	ServerID   uint32
+	ServerUUID string
+	Users      []User
+	// TLS enables TLS (clients may still connect without it, as with
+	// require_secure_transport=OFF).
+	TLS *tls.Config
+	// ReadOnly and SuperReadOnly are the values at start (as in my.cnf).
+	ReadOnly, SuperReadOnly bool
+	// ResolveSource maps a SOURCE_HOST/SOURCE_PORT or clone donor given in SQL
+	// to the address to dial. Nil dials host:port as given.
+	ResolveSource func(host string, port int) string
+	// Logger receives the server's events; nil discards them.
+	Logger *slog.Logger
+}
+
+// Server is one simulated mysqld.
+type Server struct {
+	cfg   Config
+	proto *server.Server // protocol settings: version, auth method, RSA key, TLS
+	log   *slog.Logger
+
+	mu         sync.Mutex
+	st         *state
+	sessions   map[uint64]*session
+	nextConnID uint64
+	changed    chan struct{} // closed and replaced on every state change
+	ln         net.Listener
+	addr       string
+	running    bool
+	closed     bool
+	faults     faults
+	wg         sync.WaitGroup
+}
+
+// New validates cfg and creates a server; call Start to listen.
+func New(cfg Config) (*Server, error) {
+	if cfg.Addr == "" {
+		cfg.Addr = "127.0.0.1:0"
+	}
+	if err := checkLoopback(cfg.Addr); err != nil {
+		return nil, err
+	}
+	if cfg.ServerID == 0 {
+		return nil, errors.New("mysqlsim: ServerID must be set (1 to 4294967295)")
+	}
+	uuid, err := gtid.ParseGTID(cfg.ServerUUID + ":1")
+	if err != nil {
+		return nil, fmt.Errorf("mysqlsim: ServerUUID %q: want a UUID like 3e11fa47-71ca-11e1-9e33-c80aa9429562", cfg.ServerUUID)
+	}
+	cfg.ServerUUID = uuid.UUID
+	for i, u := range cfg.Users {
+		if err := validateUser(u); err != nil {
+			return nil, fmt.Errorf("mysqlsim: Users[%d]: %w", i, err)
+		}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	// caching_sha2_password full authentication without TLS needs an RSA key
+	// pair; go-mysql panics without one.
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{
+		cfg:      cfg,
+		proto:    server.NewServer(Version, 255, CachingSHA2Password, key, cfg.TLS),
+		log:      cfg.Logger.With("server", cfg.Name),
+		st:       newState(cfg),
+		sessions: map[uint64]*session{},
+		changed:  make(chan struct{}),
+	}
+	return s, nil
+}
+
+func validateUser(u User) error {
+	if u.Name == "" {
+		return errors.New("user name is empty")
+	}
+	switch u.Plugin {
+	case "", NativePassword, CachingSHA2Password:
+	default:
+		return fmt.Errorf("user %q: plugin %q: want %s or %s", u.Name, u.Plugin, NativePassword, CachingSHA2Password)
+	}
+	switch u.Role {
+	case RoleAdmin, RoleApp, RoleReplication:
+	default:
+		return fmt.Errorf("user %q: role %q: want admin, app or repl", u.Name, u.Role)
+	}
+	return nil
+}
+
+func checkLoopback(addr string) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("mysqlsim: Addr %q: %w", addr, err)
+	}
+	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return fmt.Errorf("mysqlsim: Addr %q: the simulator listens on loopback addresses only", addr)
+	}
+	return nil
+}
+
+// Start listens and serves until Close.
+func (s *Server) Start() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return errors.New("mysqlsim: server closed")
+	}
+	if s.running {
+		return nil
+	}
+	addr := s.cfg.Addr
+	if s.addr != "" {
+		addr = s.addr // a restart keeps the port, like a restarted mysqld
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("mysqlsim %s: listen %s: %w", s.cfg.Name, addr, err)
+	}
+	s.ln, s.addr, s.running = ln, ln.Addr().String(), true
+	s.wg.Add(1)
+	go s.acceptLoop(ln)
+	s.startReplicationLocked()
+	s.log.Info("mysqld started", "addr", s.addr, "serverId", s.cfg.ServerID, "serverUuid", s.cfg.ServerUUID)
+	return nil
+}
+
+// Addr is the host:port the server listens on.
+func (s *Server) Addr() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.addr
+}
+
+// Name is the configured name.
+func (s *Server) Name() string { return s.cfg.Name }
+
+// ServerUUID is the server's @@server_uuid.
+func (s *Server) ServerUUID() string { return s.cfg.ServerUUID }
+
+// Close stops the server: the listener, every session and the replication
+// threads. It waits for them to finish.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	s.closed = true
+	s.stopLocked()
+	s.mu.Unlock()
+	s.wg.Wait()
+	return nil
+}
+
+// stopLocked closes the listener, all sessions and replication threads.
+func (s *Server) stopLocked() {
+	if !s.running {
+		return
+	}
+	s.running = false
+	s.ln.Close()
+	for _, sess := range s.sessions {
+		sess.kill()
+	}
+	s.stopReplicationThreadsLocked()
+	s.notifyLocked()
+}
+
+func (s *Server) acceptLoop(ln net.Listener) {
+	defer s.wg.Done()
+	for {
+		conn, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		s.wg.Add(1)
+		go s.serveConn(conn)
+	}
+}
+
+// notifyLocked wakes everything waiting for a state change.
+func (s *Server) notifyLocked() {
+	close(s.changed)
+	s.changed = make(chan struct{})
+}
+
+// waitChange returns a channel closed at the next state change.
+func (s *Server) waitChangeLocked() <-chan struct{} { return s.changed }
+
+func (s *Server) serveConn(conn net.Conn) {
+	defer s.wg.Done()
+	defer conn.Close()
+	if s.frozenOrRefused(conn) {
+		return
+	}
+	sess := s.newSession(conn)
+	if sess == nil {
+		return
+	}
+	defer s.endSession(sess)
+	h := &handler{s: s, sess: sess}
+	auth := &authHandler{s: s, sess: sess}
+	c, err := s.proto.NewCustomizedConn(conn, auth, h)
+	if err != nil {
+		return
+	}
+	h.conn = c
+	s.mu.Lock()
+	sess.command, sess.since = "Sleep", time.Now()
+	s.mu.Unlock()
+	for !c.Closed() {
+		if err := c.HandleCommand(); err != nil {
+			return
+		}
+	}
+}
+
+func (s *Server) newSession(conn net.Conn) *session {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.running {
+		return nil
+	}
+	s.nextConnID++
+	sess := &session{
+		id: s.nextConnID, conn: conn, host: conn.RemoteAddr().String(),
+		command: "Connect", since: time.Now(), killed: make(chan struct{}), gtidNext: "AUTOMATIC",
+	}
+	s.sessions[sess.id] = sess
+	return sess
+}
+
+func (s *Server) endSession(sess *session) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.sessions, sess.id)
+	sess.kill()
+	s.notifyLocked()
+}
+
+// lookupUser returns the account named name.
+func (s *Server) lookupUser(name string) (User, bool) {
+	for _, u := range s.cfg.Users {
+		if u.Name == name {
+			return u, true
+		}
+	}
+	return User{}, false
+}
+
+// session is one client connection. Fields are guarded by Server.mu except
+// where noted.
+type session struct {
+	id       uint64
+	conn     net.Conn
+	host     string
+	user     User
+	db       string
+	command  string // processlist Command: Connect, Sleep, Query, Binlog Dump GTID
+	info     string // current statement
+	state    string // processlist State
+	since    time.Time
+	gtidNext string
+	// gtidNextUsed is set once a transaction committed with an explicit
+	// gtid_next; MySQL then refuses further transactions until it is set again.
+	gtidNextUsed bool
+
+	inTxn  bool
+	txnOps []writeOp
+
+	killOnce sync.Once
+	killed   chan struct{} // closed by KILL CONNECTION or shutdown
+	queryKil chan struct{} // closed by KILL QUERY for the running statement
+}
+
+// kill closes the session's connection and interrupts what it is doing.
+func (sess *session) kill() {
+	sess.killOnce.Do(func() {
+		close(sess.killed)
+		sess.conn.Close()
+	})
+}
+
+func (sess *session) isAdmin() bool { return sess.user.Role == RoleAdmin }

@@ -1,0 +1,148 @@
+package mysqlsim
+
+import (
+	"strings"
+
+	"github.com/shipstream/bloodraven/pkg/gtid"
+)
+
+// execSet implements SET [GLOBAL|SESSION|PERSIST|LOCAL] var = value[, ...],
+// SET @@[global.]var = value, SET NAMES, SET CHARACTER SET and SET TRANSACTION.
+func (s *Server) execSet(sess *session, c *cursor) error {
+	if c.acceptKw("NAMES") || c.acceptKw("CHARACTER", "SET") || c.acceptKw("CHARSET") {
+		c.next()
+		if c.acceptKw("COLLATE") {
+			c.next()
+		}
+		return c.expectEnd()
+	}
+	if c.peek().isKw("TRANSACTION") {
+		return nil // isolation level and access mode are accepted and not modelled
+	}
+	type assignment struct {
+		name string
+		sc   scope
+		val  any
+	}
+	var assigns []assignment
+	for {
+		sc := scopeDefault
+		switch {
+		case c.acceptKw("GLOBAL"), c.acceptKw("PERSIST"), c.acceptKw("PERSIST_ONLY"):
+			sc = scopeGlobal
+		case c.acceptKw("SESSION"), c.acceptKw("LOCAL"):
+			sc = scopeSession
+		}
+		t := c.next()
+		var name string
+		switch {
+		case t.kind == tSysVar:
+			e, err := (&cursor{sql: c.sql, toks: []token{t}}).parseExpr()
+			if err != nil {
+				return err
+			}
+			name = e.text
+			if e.sc != scopeDefault {
+				sc = e.sc
+			}
+		case t.kind == tIdent && strings.HasPrefix(t.text, "@"):
+			name = "" // user variable: accepted, not stored
+		case t.kind == tIdent || t.kind == tQIdent:
+			name = strings.ToLower(t.text)
+		default:
+			c.i--
+			return c.errHere()
+		}
+		if !c.acceptPunct("=") && !(c.peek().kind == tPunct && c.peek().text == ":" && c.acceptPunct(":") && c.acceptPunct("=")) {
+			return c.errHere()
+		}
+		e, err := c.parseExpr()
+		if err != nil {
+			return err
+		}
+		var val any
+		switch {
+		case e.kind == eColumn: // bare words like ON, OFF, DEFAULT
+			val = strings.ToUpper(e.text)
+		default:
+			if val, _, err = s.eval(sess, e); err != nil {
+				return err
+			}
+		}
+		if name != "" {
+			assigns = append(assigns, assignment{name, sc, val})
+		}
+		if !c.acceptPunct(",") {
+			break
+		}
+	}
+	if err := c.expectEnd(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, a := range assigns {
+		if err := s.setVarLocked(sess, a.name, a.sc, a.val); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *Server) setVarLocked(sess *session, name string, sc scope, val any) error {
+	def, ok := sysVars[name]
+	if !ok {
+		return myErr(ErUnknownSystemVariable, "Unknown system variable '%s'", name)
+	}
+	if def.readOnly {
+		return myErr(ErIncorrectGlobalLocalVar, "Variable '%s' is a read only variable", name)
+	}
+	if sc == scopeDefault {
+		sc = scopeSession
+	}
+	if sc == scopeSession && def.kind == globalOnly {
+		return myErr(ErGlobalVariable, "Variable '%s' is a GLOBAL variable and should be set with SET GLOBAL", name)
+	}
+	if sc == scopeGlobal && def.kind == sessionOnly {
+		return myErr(1228, "Variable '%s' is a SESSION variable and can't be used with SET GLOBAL", name)
+	}
+	if sc == scopeGlobal {
+		if !sess.isAdmin() {
+			return errNeedPrivilege("SUPER or SYSTEM_VARIABLES_ADMIN")
+		}
+		return s.setGlobalLocked(sess, name, val)
+	}
+	switch name {
+	case "gtid_next":
+		return s.setGTIDNextLocked(sess, val)
+	case "sql_log_bin":
+		if !sess.isAdmin() {
+			return errNeedPrivilege("SUPER or SYSTEM_VARIABLES_ADMIN")
+		}
+	}
+	return nil // other session variables are accepted and not modelled
+}
+
+// setGTIDNextLocked implements SET gtid_next = 'AUTOMATIC' | 'uuid[:tag]:n':
+// the next transaction commits with exactly that GTID (or is skipped if it was
+// already executed). Setting it needs SYSTEM_VARIABLES_ADMIN or REPLICATION_APPLIER.
+func (s *Server) setGTIDNextLocked(sess *session, val any) error {
+	if !sess.isAdmin() {
+		return errNeedPrivilege("SUPER, SYSTEM_VARIABLES_ADMIN, SESSION_VARIABLES_ADMIN or REPLICATION_APPLIER")
+	}
+	str := strings.TrimSpace(argString(val))
+	if strings.EqualFold(str, "AUTOMATIC") {
+		sess.gtidNext = "AUTOMATIC"
+		return nil
+	}
+	g, err := gtid.ParseGTID(str)
+	if err != nil {
+		return myErr(1774, "Malformed GTID specification '%s'.", str)
+	}
+	if sess.inTxn {
+		return myErr(1790, "@@SESSION.GTID_NEXT cannot be changed by a client that owns a GTID. The client owns %s. Ownership is released on COMMIT or ROLLBACK.", sess.gtidNext)
+	}
+	sess.gtidNext = g.String()
+	sess.gtidNextUsed = false
+	return nil
+}

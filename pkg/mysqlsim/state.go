@@ -1,0 +1,206 @@
+package mysqlsim
+
+import (
+	"time"
+
+	"github.com/shipstream/bloodraven/pkg/gtid"
+)
+
+// state is what a mysqld keeps on disk: it survives a simulated crash and
+// restart, and CLONE replaces it.
+type state struct {
+	readOnly, superReadOnly bool
+	offlineMode             bool
+	executed, purged        gtid.Set
+	binlog                  []txn // transactions still in the binary log (executed minus purged)
+	dbs                     map[string]*database
+	repl                    *channel // nil when no replication channel is configured
+	cloneValidDonorList     string
+	persisted               map[string]string // SET PERSIST values, applied at restart
+}
+
+type database struct {
+	tables map[string]*dataTable
+}
+
+type dataTable struct {
+	cols []string
+	rows [][]any
+}
+
+// opKind is a kind of data change recorded in the binary log.
+type opKind int
+
+const (
+	opCreateDB opKind = iota
+	opDropDB
+	opCreateTable
+	opInsert
+	opDelete
+)
+
+// writeOp is one data change, as logged and replayed by replicas.
+type writeOp struct {
+	kind        opKind
+	db, table   string
+	cols        []string
+	rows        [][]any
+	ifExists    bool // IF NOT EXISTS / IF EXISTS
+	description string
+}
+
+// txn is one transaction in the binary log.
+type txn struct {
+	gtid      gtid.GTID
+	ops       []writeOp
+	committed time.Time // original commit time on the source that created it
+}
+
+func newState(cfg Config) *state {
+	return &state{
+		readOnly:      cfg.ReadOnly || cfg.SuperReadOnly,
+		superReadOnly: cfg.SuperReadOnly,
+		dbs: map[string]*database{
+			"mysql":              {tables: map[string]*dataTable{}},
+			"performance_schema": {tables: map[string]*dataTable{}},
+			"information_schema": {tables: map[string]*dataTable{}},
+			"sys":                {tables: map[string]*dataTable{}},
+		},
+		persisted: map[string]string{},
+	}
+}
+
+// systemSchemas are never written to by the table store or cloned over.
+var systemSchemas = map[string]bool{"mysql": true, "performance_schema": true, "information_schema": true, "sys": true}
+
+// check validates an op against the current data without changing it.
+func (st *state) check(op writeOp) error {
+	switch op.kind {
+	case opCreateDB:
+		if _, ok := st.dbs[op.db]; ok && !op.ifExists {
+			return myErr(1007, "Can't create database '%s'; database exists", op.db)
+		}
+	case opDropDB:
+		if _, ok := st.dbs[op.db]; !ok && !op.ifExists {
+			return myErr(1008, "Can't drop database '%s'; database doesn't exist", op.db)
+		}
+		if systemSchemas[op.db] {
+			return myErr(1044, "Access denied for user to database '%s'", op.db)
+		}
+	case opCreateTable:
+		d, ok := st.dbs[op.db]
+		if !ok {
+			return myErr(ErBadDB, "Unknown database '%s'", op.db)
+		}
+		if _, ok := d.tables[op.table]; ok && !op.ifExists {
+			return myErr(ErTableExists, "Table '%s' already exists", op.table)
+		}
+	case opInsert, opDelete:
+		t, err := st.table(op.db, op.table)
+		if err != nil {
+			return err
+		}
+		for _, r := range op.rows {
+			if len(r) != len(t.cols) && len(op.cols) == 0 {
+				return myErr(1136, "Column count doesn't match value count at row 1")
+			}
+		}
+	}
+	return nil
+}
+
+func (st *state) table(db, name string) (*dataTable, error) {
+	d, ok := st.dbs[db]
+	if !ok {
+		return nil, myErr(ErBadDB, "Unknown database '%s'", db)
+	}
+	t, ok := d.tables[name]
+	if !ok {
+		return nil, myErr(ErNoSuchTable, "Table '%s.%s' doesn't exist", db, name)
+	}
+	return t, nil
+}
+
+// apply performs an op that passed check. Replicas apply logged ops with it.
+func (st *state) apply(op writeOp) {
+	switch op.kind {
+	case opCreateDB:
+		if _, ok := st.dbs[op.db]; !ok {
+			st.dbs[op.db] = &database{tables: map[string]*dataTable{}}
+		}
+	case opDropDB:
+		delete(st.dbs, op.db)
+	case opCreateTable:
+		d, ok := st.dbs[op.db]
+		if !ok {
+			return
+		}
+		if _, exists := d.tables[op.table]; !exists {
+			d.tables[op.table] = &dataTable{cols: append([]string(nil), op.cols...)}
+		}
+	case opInsert:
+		t, err := st.table(op.db, op.table)
+		if err != nil {
+			return
+		}
+		for _, r := range op.rows {
+			t.rows = append(t.rows, orderRow(t.cols, op.cols, r))
+		}
+	case opDelete:
+		if t, err := st.table(op.db, op.table); err == nil {
+			t.rows = nil
+		}
+	}
+}
+
+// orderRow puts values given for cols into the table's column order.
+func orderRow(tableCols, cols []string, vals []any) []any {
+	if len(cols) == 0 {
+		return append([]any(nil), vals...)
+	}
+	out := make([]any, len(tableCols))
+	for i, c := range cols {
+		for j, tc := range tableCols {
+			if equalFoldASCII(c, tc) && i < len(vals) {
+				out[j] = vals[i]
+			}
+		}
+	}
+	return out
+}
+
+func equalFoldASCII(a, b string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := 0; i < len(a); i++ {
+		x, y := a[i], b[i]
+		if 'A' <= x && x <= 'Z' {
+			x += 'a' - 'A'
+		}
+		if 'A' <= y && y <= 'Z' {
+			y += 'a' - 'A'
+		}
+		if x != y {
+			return false
+		}
+	}
+	return true
+}
+
+// cloneData deep-copies the user data (not the system schemas).
+func (st *state) cloneData() map[string]*database {
+	out := map[string]*database{}
+	for name, d := range st.dbs {
+		nd := &database{tables: map[string]*dataTable{}}
+		for tn, t := range d.tables {
+			nt := &dataTable{cols: append([]string(nil), t.cols...)}
+			for _, r := range t.rows {
+				nt.rows = append(nt.rows, append([]any(nil), r...))
+			}
+			nd.tables[tn] = nt
+		}
+		out[name] = nd
+	}
+	return out
+}

@@ -1,0 +1,255 @@
+package mysqlsim
+
+import (
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/shipstream/bloodraven/pkg/gtid"
+)
+
+// scope of a system variable reference.
+type scope int
+
+const (
+	scopeDefault scope = iota // @@name: session value if it has one, else global
+	scopeGlobal
+	scopeSession
+)
+
+// varKind says where a system variable lives.
+type varKind int
+
+const (
+	globalOnly varKind = iota
+	sessionOnly
+	both
+)
+
+type varDef struct {
+	kind     varKind
+	typ      colType
+	readOnly bool // not settable at runtime (ER_INCORRECT_GLOBAL_LOCAL_VAR)
+}
+
+// sysVars lists the system variables the simulator knows.
+var sysVars = map[string]varDef{
+	"server_uuid":              {globalOnly, colString, true},
+	"server_id":                {globalOnly, colUint, false},
+	"read_only":                {globalOnly, colInt, false},
+	"super_read_only":          {globalOnly, colInt, false},
+	"offline_mode":             {globalOnly, colInt, false},
+	"gtid_executed":            {globalOnly, colString, true},
+	"gtid_purged":              {globalOnly, colString, false},
+	"gtid_mode":                {globalOnly, colString, true},
+	"enforce_gtid_consistency": {globalOnly, colString, true},
+	"gtid_next":                {sessionOnly, colString, false},
+	"gtid_owned":               {both, colString, true},
+	"log_bin":                  {globalOnly, colInt, true},
+	"log_replica_updates":      {globalOnly, colInt, true},
+	"binlog_format":            {both, colString, false},
+	"clone_valid_donor_list":   {globalOnly, colString, false},
+	"version":                  {globalOnly, colString, true},
+	"version_comment":          {globalOnly, colString, true},
+	"hostname":                 {globalOnly, colString, true},
+	"port":                     {globalOnly, colInt, true},
+	"max_allowed_packet":       {both, colInt, false},
+	"autocommit":               {both, colInt, false},
+	"sql_mode":                 {both, colString, false},
+	"time_zone":                {both, colString, false},
+	"system_time_zone":         {globalOnly, colString, true},
+	"transaction_isolation":    {both, colString, false},
+	"wait_timeout":             {both, colInt, false},
+	"session_track_gtids":      {both, colString, false},
+	"character_set_client":     {both, colString, false},
+	"character_set_connection": {both, colString, false},
+	"character_set_results":    {both, colString, false},
+	"collation_connection":     {both, colString, false},
+	"sql_log_bin":              {sessionOnly, colInt, false},
+	"innodb_read_only":         {globalOnly, colInt, true},
+	"require_secure_transport": {globalOnly, colInt, true},
+	"have_ssl":                 {globalOnly, colString, true},
+}
+
+// sessionVarDefaults are the values a new session starts with.
+var sessionVarDefaults = map[string]string{
+	"max_allowed_packet": "67108864", "autocommit": "1", "binlog_format": "ROW",
+	"sql_mode":  "ONLY_FULL_GROUP_BY,STRICT_TRANS_TABLES,NO_ZERO_IN_DATE,NO_ZERO_DATE,ERROR_FOR_DIVISION_BY_ZERO,NO_ENGINE_SUBSTITUTION",
+	"time_zone": "SYSTEM", "transaction_isolation": "REPEATABLE-READ", "wait_timeout": "28800",
+	"session_track_gtids": "OFF", "character_set_client": "utf8mb4", "character_set_connection": "utf8mb4",
+	"character_set_results": "utf8mb4", "collation_connection": "utf8mb4_0900_ai_ci", "sql_log_bin": "1",
+}
+
+func boolInt(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// getVarLocked reads a system variable as MySQL returns it.
+func (s *Server) getVarLocked(sess *session, name string, sc scope) (any, colType, error) {
+	name = strings.ToLower(name)
+	def, ok := sysVars[name]
+	if !ok {
+		return nil, 0, myErr(ErUnknownSystemVariable, "Unknown system variable '%s'", name)
+	}
+	if sc == scopeGlobal && def.kind == sessionOnly {
+		return nil, 0, myErr(ErIncorrectGlobalLocalVar, "Variable '%s' is a SESSION variable", name)
+	}
+	if sc == scopeSession && def.kind == globalOnly {
+		return nil, 0, myErr(ErIncorrectGlobalLocalVar, "Variable '%s' is a GLOBAL variable", name)
+	}
+	st := s.st
+	switch name {
+	case "server_uuid":
+		return s.cfg.ServerUUID, def.typ, nil
+	case "server_id":
+		return uint64(s.cfg.ServerID), def.typ, nil
+	case "read_only":
+		return boolInt(st.readOnly), def.typ, nil
+	case "super_read_only":
+		return boolInt(st.superReadOnly), def.typ, nil
+	case "offline_mode":
+		return boolInt(st.offlineMode), def.typ, nil
+	case "gtid_executed":
+		return st.executed.String(), def.typ, nil
+	case "gtid_purged":
+		return st.purged.String(), def.typ, nil
+	case "gtid_mode", "enforce_gtid_consistency":
+		return "ON", def.typ, nil
+	case "gtid_next":
+		return sess.gtidNext, def.typ, nil
+	case "gtid_owned":
+		return "", def.typ, nil
+	case "log_bin", "log_replica_updates":
+		return int64(1), def.typ, nil
+	case "clone_valid_donor_list":
+		return st.cloneValidDonorList, def.typ, nil
+	case "version":
+		return Version, def.typ, nil
+	case "version_comment":
+		return "Bloodraven MySQL simulator", def.typ, nil
+	case "hostname":
+		h, _ := os.Hostname()
+		return h, def.typ, nil
+	case "port":
+		_, p, _ := strings.Cut(s.addr, ":")
+		n, _ := strconv.ParseInt(p[strings.LastIndex(p, ":")+1:], 10, 64)
+		return n, def.typ, nil
+	case "system_time_zone":
+		return "UTC", def.typ, nil
+	case "innodb_read_only", "require_secure_transport":
+		return int64(0), def.typ, nil
+	case "have_ssl":
+		if s.cfg.TLS != nil {
+			return "YES", def.typ, nil
+		}
+		return "DISABLED", def.typ, nil
+	}
+	v := sessionVarDefaults[name]
+	if def.typ == colInt {
+		n, _ := strconv.ParseInt(v, 10, 64)
+		return n, def.typ, nil
+	}
+	return v, def.typ, nil
+}
+
+// parseBoolValue reads ON/OFF/1/0/TRUE/FALSE as MySQL does for boolean variables.
+func parseBoolValue(name string, v any) (bool, error) {
+	switch x := v.(type) {
+	case int64:
+		if x == 0 || x == 1 {
+			return x == 1, nil
+		}
+	case string:
+		switch strings.ToUpper(x) {
+		case "ON", "1", "TRUE":
+			return true, nil
+		case "OFF", "0", "FALSE":
+			return false, nil
+		}
+	}
+	return false, myErr(ErWrongValueForVar, "Variable '%s' can't be set to the value of '%v'", name, v)
+}
+
+// setGlobalLocked applies SET GLOBAL name = v with MySQL's coupling rules.
+func (s *Server) setGlobalLocked(sess *session, name string, v any) error {
+	st := s.st
+	switch name {
+	case "read_only", "super_read_only", "offline_mode":
+		b, err := parseBoolValue(name, v)
+		if err != nil {
+			return err
+		}
+		switch name {
+		case "read_only":
+			// read_only=OFF also turns super_read_only OFF.
+			st.readOnly = b
+			if !b {
+				st.superReadOnly = false
+			}
+		case "super_read_only":
+			// super_read_only=ON also turns read_only ON; OFF leaves read_only as is.
+			st.superReadOnly = b
+			if b {
+				st.readOnly = true
+			}
+		case "offline_mode":
+			st.offlineMode = b
+		}
+		s.log.Info("global variable set", "variable", name, "value", b, "user", sess.user.Name)
+	case "gtid_purged":
+		return s.setGTIDPurgedLocked(v)
+	case "clone_valid_donor_list":
+		str, ok := v.(string)
+		if !ok {
+			return myErr(ErWrongValueForVar, "Variable '%s' can't be set to the value of '%v'", name, v)
+		}
+		st.cloneValidDonorList = str
+	case "server_id":
+		n, ok := v.(int64)
+		if !ok || n < 0 || n > 1<<32-1 {
+			return myErr(ErWrongValueForVar, "Variable '%s' can't be set to the value of '%v'", name, v)
+		}
+		s.cfg.ServerID = uint32(n)
+	default:
+		// other settable globals are accepted and have no effect here
+	}
+	s.notifyLocked()
+	return nil
+}
+
+// setGTIDPurgedLocked implements SET GLOBAL gtid_purged: '+set' adds GTIDs
+// that must not be in gtid_executed; a plain set must be a superset of the
+// current gtid_purged and must not overlap what was executed but not purged
+// (MySQL 8.0+ rules, see "gtid_purged" in the manual).
+func (s *Server) setGTIDPurgedLocked(v any) error {
+	str, ok := v.(string)
+	if !ok {
+		return myErr(ErWrongValueForVar, "Variable 'gtid_purged' can't be set to the value of '%v'", v)
+	}
+	st := s.st
+	text := strings.TrimSpace(str)
+	add := strings.HasPrefix(text, "+")
+	set, err := gtid.Parse(strings.TrimPrefix(text, "+"))
+	if err != nil {
+		return errMalformedGTIDSet(str)
+	}
+	if add {
+		if !set.Intersect(st.executed).IsEmpty() {
+			return myErr(ErCantSetGTIDPurged, "The GTID_PURGED value being added ('%s') overlaps with GTID_EXECUTED ('%s').", set.OneLine(), st.executed.OneLine())
+		}
+	} else {
+		if !st.purged.IsSubsetOf(set) {
+			return myErr(ErCantSetGTIDPurged, "The new value of GTID_PURGED ('%s') must be a superset of the old value ('%s').", set.OneLine(), st.purged.OneLine())
+		}
+		if !st.executed.Subtract(st.purged).Intersect(set).IsEmpty() {
+			return myErr(ErCantSetGTIDPurged, "The new value of GTID_PURGED ('%s') must not overlap with GTIDs executed but not purged.", set.OneLine())
+		}
+		set = set.Subtract(st.purged)
+	}
+	st.purged = st.purged.Union(set)
+	st.executed = st.executed.Union(set)
+	return nil
+}
