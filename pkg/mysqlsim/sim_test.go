@@ -187,9 +187,9 @@ func TestWritesCommitGTIDs(t *testing.T) {
 	srv := simtest.Start(t, mysqlsim.Config{})
 	db := open(t, srv.Addr(), simtest.AdminUser, simtest.AdminPass, nil, false)
 	c := ctx(t)
-	mustExec(t, db, "CREATE DATABASE d")                                 // 1
-	mustExec(t, db, "CREATE TABLE d.t (k INT, v VARCHAR(10))")           // 2
-	mustExec(t, db, "INSERT INTO d.t VALUES (1, 'a'), (2, 'b')")         // 3
+	mustExec(t, db, "CREATE DATABASE d")                         // 1
+	mustExec(t, db, "CREATE TABLE d.t (k INT, v VARCHAR(10))")   // 2
+	mustExec(t, db, "INSERT INTO d.t VALUES (1, 'a'), (2, 'b')") // 3
 	tx, err := db.BeginTx(c, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -445,7 +445,7 @@ func TestProcesslistAndKill(t *testing.T) {
 }
 
 // TestReplicaStatusShape: no row without a channel; with a configured but
-// stopped channel, one row with MySQL 9.7's 60 columns in order, '' / 0 for
+// stopped channel, one row with MySQL 9.7's 60 columns in order, ” / 0 for
 // unset values and NULL only in Seconds_Behind_Source and SQL_Remaining_Delay.
 func TestReplicaStatusShape(t *testing.T) {
 	srv := simtest.Start(t, mysqlsim.Config{})

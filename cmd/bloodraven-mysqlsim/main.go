@@ -1,0 +1,211 @@
+// Command bloodraven-mysqlsim runs one simulated MySQL 9.7 server for the
+// playground and the end-to-end tests. It is development tooling: never use
+// it as a database.
+package main
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/shipstream/bloodraven/pkg/devaddr"
+	"github.com/shipstream/bloodraven/pkg/mysqlsim"
+)
+
+type listFlag []string
+
+func (l *listFlag) String() string     { return strings.Join(*l, ",") }
+func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
+
+type options struct {
+	listen, name, serverUUID string
+	serverID                 uint64
+	users                    listFlag
+	usersFile                string
+	tlsCert, tlsKey          string
+	readOnly, superReadOnly  bool
+	siteAddresses            string
+	resolve                  listFlag
+	controlAddr              string
+}
+
+func main() {
+	if err := run(os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "bloodraven-mysqlsim:", err)
+		os.Exit(2)
+	}
+}
+
+func run(args []string) error {
+	var o options
+	fs := flag.NewFlagSet("bloodraven-mysqlsim", flag.ContinueOnError)
+	fs.StringVar(&o.listen, "listen", "127.0.0.1:3306", "loopback host:port to listen on (port 0 picks a free one)")
+	fs.StringVar(&o.name, "name", "mysqlsim", "name of this server in logs (e.g. the site)")
+	fs.Uint64Var(&o.serverID, "server-id", 0, "server_id (required, 1-4294967295)")
+	fs.StringVar(&o.serverUUID, "server-uuid", "", "server_uuid (required)")
+	fs.Var(&o.users, "user", "account name:password[:plugin[:role]] (plugin caching_sha2_password|mysql_native_password, role admin|app|repl); repeatable. Prefer -users-file: arguments are visible to other local users")
+	fs.StringVar(&o.usersFile, "users-file", "", "file with one account per line in the -user format")
+	fs.StringVar(&o.tlsCert, "tls-cert", "", "PEM certificate file; enables TLS together with -tls-key")
+	fs.StringVar(&o.tlsKey, "tls-key", "", "PEM private key file")
+	fs.BoolVar(&o.readOnly, "read-only", false, "start with read_only=ON")
+	fs.BoolVar(&o.superReadOnly, "super-read-only", false, "start with super_read_only=ON (implies read_only)")
+	fs.StringVar(&o.siteAddresses, "site-addresses", os.Getenv(devaddr.EnvVar), "development site-address map file (default $"+devaddr.EnvVar+"), resolves SOURCE_HOST and clone donors")
+	fs.Var(&o.resolve, "resolve", "extra name=host:port mapping for SOURCE_HOST / clone donor names; repeatable")
+	fs.StringVar(&o.controlAddr, "control-addr", "", "loopback host:port for the fault-injection HTTP API (off when empty)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
+	cfg, err := buildConfig(o, log)
+	if err != nil {
+		return err
+	}
+	srv, err := mysqlsim.New(cfg)
+	if err != nil {
+		return err
+	}
+	if err := srv.Start(); err != nil {
+		return err
+	}
+	log.Info("listening", "addr", srv.Addr(), "name", o.name)
+	stopControl := func() {}
+	if o.controlAddr != "" {
+		if stopControl, err = startControl(o.controlAddr, srv, log); err != nil {
+			srv.Close()
+			return err
+		}
+	}
+	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer cancel()
+	<-ctx.Done()
+	log.Info("stopping")
+	stopControl()
+	return srv.Close()
+}
+
+func buildConfig(o options, log *slog.Logger) (mysqlsim.Config, error) {
+	cfg := mysqlsim.Config{
+		Name: o.name, Addr: o.listen, ServerUUID: o.serverUUID,
+		ReadOnly: o.readOnly, SuperReadOnly: o.superReadOnly, Logger: log,
+	}
+	if o.serverID == 0 || o.serverID > 1<<32-1 {
+		return cfg, errors.New("-server-id: required, 1 to 4294967295")
+	}
+	cfg.ServerID = uint32(o.serverID)
+	if o.serverUUID == "" {
+		return cfg, errors.New("-server-uuid: required")
+	}
+	lines := append([]string(nil), o.users...)
+	if o.usersFile != "" {
+		fileLines, err := readLines(o.usersFile)
+		if err != nil {
+			return cfg, fmt.Errorf("-users-file: %w", err)
+		}
+		lines = append(lines, fileLines...)
+	}
+	for _, l := range lines {
+		u, err := parseUser(l)
+		if err != nil {
+			return cfg, err
+		}
+		cfg.Users = append(cfg.Users, u)
+	}
+	if len(cfg.Users) == 0 {
+		return cfg, errors.New("-user or -users-file: at least one account is required")
+	}
+	if (o.tlsCert == "") != (o.tlsKey == "") {
+		return cfg, errors.New("-tls-cert and -tls-key must be given together")
+	}
+	if o.tlsCert != "" {
+		cert, err := tls.LoadX509KeyPair(o.tlsCert, o.tlsKey)
+		if err != nil {
+			return cfg, fmt.Errorf("-tls-cert/-tls-key: %w", err)
+		}
+		cfg.TLS = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	}
+	resolve, err := buildResolver(o.siteAddresses, o.resolve)
+	if err != nil {
+		return cfg, err
+	}
+	cfg.ResolveSource = resolve
+	return cfg, nil
+}
+
+// parseUser reads name:password[:plugin[:role]]. The error never echoes the
+// password.
+func parseUser(s string) (mysqlsim.User, error) {
+	parts := strings.Split(s, ":")
+	if len(parts) < 2 || len(parts) > 4 || parts[0] == "" {
+		return mysqlsim.User{}, fmt.Errorf("-user %q...: want name:password[:plugin[:role]]", parts[0])
+	}
+	u := mysqlsim.User{Name: parts[0], Password: parts[1], Plugin: mysqlsim.CachingSHA2Password, Role: mysqlsim.RoleAdmin}
+	if len(parts) > 2 && parts[2] != "" {
+		u.Plugin = parts[2]
+	}
+	if len(parts) > 3 {
+		u.Role = mysqlsim.Role(parts[3])
+	}
+	return u, nil
+}
+
+func readLines(path string) ([]string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var out []string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if l := strings.TrimSpace(sc.Text()); l != "" && !strings.HasPrefix(l, "#") {
+			out = append(out, l)
+		}
+	}
+	return out, sc.Err()
+}
+
+// buildResolver maps SOURCE_HOST/SOURCE_PORT and clone donors to addresses:
+// -resolve entries first (by host:port, then host), then the site map.
+func buildResolver(mapPath string, extra []string) (func(string, int) string, error) {
+	names := map[string]string{}
+	for _, e := range extra {
+		name, addr, ok := strings.Cut(e, "=")
+		if !ok || name == "" {
+			return nil, fmt.Errorf("-resolve %q: want name=host:port", e)
+		}
+		if _, _, err := net.SplitHostPort(addr); err != nil {
+			return nil, fmt.Errorf("-resolve %q: %w", e, err)
+		}
+		names[strings.ToLower(name)] = addr
+	}
+	var m *devaddr.Map
+	if mapPath != "" {
+		var err error
+		if m, err = devaddr.Load(mapPath); err != nil {
+			return nil, fmt.Errorf("-site-addresses: %w", err)
+		}
+	}
+	return func(host string, port int) string {
+		hp := strings.ToLower(net.JoinHostPort(host, strconv.Itoa(port)))
+		if a, ok := names[hp]; ok {
+			return a
+		}
+		if a, ok := names[strings.ToLower(host)]; ok {
+			return a
+		}
+		if m != nil {
+			return m.ResolveMySQL(host, port)
+		}
+		return net.JoinHostPort(host, strconv.Itoa(port))
+	}, nil
+}
