@@ -1,0 +1,335 @@
+package operator
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/client-go/tools/record"
+
+	"github.com/shipstream/bloodraven/generated/clientset/versioned"
+	"github.com/shipstream/bloodraven/pkg/devaddr"
+	"github.com/shipstream/bloodraven/pkg/events"
+	"github.com/shipstream/bloodraven/pkg/metrics"
+)
+
+// Controller is anything the leader runs: Run blocks until ctx ends.
+type Controller interface {
+	Name() string
+	Run(ctx context.Context, workers int) error
+}
+
+// Process is one operator process. New builds the clients, informers,
+// metrics and listeners; modules then add controllers and routes; Run runs it.
+type Process struct {
+	Config     Config
+	Log        *slog.Logger
+	Kube       kubernetes.Interface
+	Shipstream versioned.Interface
+	Informers  *Informers
+	Metrics    *metrics.Registry
+	Recorder   record.EventRecorder
+	// Resolver addresses sites: the internal Services, or the development map.
+	Resolver devaddr.Resolver
+	// AuxiliaryMux serves the plain-HTTP auxiliary listener (sidecar-facing routes).
+	AuxiliaryMux *http.ServeMux
+	// TLSMux serves the TLS listener (keyring escrow; the deploy API is mounted by SetDeployAPI).
+	TLSMux *http.ServeMux
+
+	// Exit ends the process; tests replace it. Called with 1 when the Lease is lost.
+	Exit func(code int)
+
+	state       processState
+	deployAPI   atomic.Pointer[http.Handler]
+	controllers []Controller
+	listeners   []*listener
+	stopEvents  func()
+	eventsCtx   context.CancelFunc
+
+	mu       sync.Mutex
+	ctrlDone chan struct{} // closed when the controllers started by startLeading returned
+}
+
+// restConfig builds the API client configuration: the kubeconfig if given,
+// else the in-cluster ServiceAccount.
+func restConfig(kubeconfig string) (*rest.Config, error) {
+	if kubeconfig != "" {
+		c, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+		if err != nil {
+			return nil, fmt.Errorf("--kubeconfig: %w", err)
+		}
+		return c, nil
+	}
+	c, err := rest.InClusterConfig()
+	if err != nil {
+		return nil, fmt.Errorf("--kubeconfig is not set and there is no in-cluster configuration: %w", err)
+	}
+	return c, nil
+}
+
+// New prepares a process: everything that can fail on bad configuration
+// fails here, before any listener serves or any election starts.
+func New(cfg Config, log *slog.Logger) (p *Process, err error) {
+	rc, err := restConfig(cfg.Kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	rc.UserAgent = "bloodraven"
+	kube, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes client: %w", err)
+	}
+	ship, err := versioned.NewForConfig(rc)
+	if err != nil {
+		return nil, fmt.Errorf("shipstream client: %w", err)
+	}
+	p = &Process{
+		Config: cfg, Log: log, Kube: kube, Shipstream: ship,
+		Informers:    newInformers(kube, ship, cfg.Namespaces),
+		Metrics:      metrics.NewRegistry(),
+		Resolver:     devaddr.Cluster{},
+		AuxiliaryMux: http.NewServeMux(),
+		TLSMux:       http.NewServeMux(),
+		Exit:         os.Exit,
+	}
+	metrics.RegisterClientGo(p.Metrics.Registry)
+	if cfg.DevSiteAddresses != "" {
+		m, err := devaddr.Load(cfg.DevSiteAddresses)
+		if err != nil {
+			return nil, fmt.Errorf("--dev-site-addresses: %w", err)
+		}
+		p.Resolver = m
+		log.Warn("development site-address map in use; sites are not addressed through their Services", "path", cfg.DevSiteAddresses, "sites", len(m.Entries()))
+	}
+	defer func() {
+		if err != nil {
+			p.closeListeners()
+		}
+	}()
+	if err := p.bindListeners(); err != nil {
+		return nil, err
+	}
+	var ectx context.Context
+	ectx, p.eventsCtx = context.WithCancel(context.Background())
+	p.Recorder, p.stopEvents = events.NewRecorder(ectx, kube)
+	return p, nil
+}
+
+func (p *Process) bindListeners() error {
+	cfg := p.Config
+	add := func(flag, addr string, h http.Handler) (*listener, error) {
+		ln, err := bind(flag, addr)
+		if err != nil {
+			return nil, err
+		}
+		l := &listener{name: flag, ln: ln, server: newServer(h, p.Log)}
+		p.listeners = append(p.listeners, l)
+		return l, nil
+	}
+	if _, err := add("--metrics-addr", cfg.MetricsAddr, p.Metrics.Handler()); err != nil {
+		return err
+	}
+	if _, err := add("--probe-addr", cfg.ProbeAddr, probeHandler(&p.state)); err != nil {
+		return err
+	}
+	p.AuxiliaryMux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
+	if _, err := add("--auxiliary-addr", cfg.AuxiliaryAddr, p.AuxiliaryMux); err != nil {
+		return err
+	}
+	if !cfg.TLSEnabled() {
+		return nil
+	}
+	certs, err := newCertReloader(cfg.TLSCertFile, cfg.TLSKeyFile, time.Second, p.Log)
+	if err != nil {
+		return err
+	}
+	if cfg.DeployAPIEnabled {
+		guard := leaderOnly(&p.state, func() http.Handler {
+			if h := p.deployAPI.Load(); h != nil {
+				return *h
+			}
+			return nil
+		})
+		p.TLSMux.Handle(DeployAPIPrefix+"/", guard)
+		p.TLSMux.Handle(DeployAPIPrefix, guard)
+	}
+	l, err := add("--escrow-tls-addr", cfg.EscrowTLSAddr, p.TLSMux)
+	if err != nil {
+		return err
+	}
+	l.ln = tlsListener(l.ln, certs.tlsConfig())
+	return nil
+}
+
+func (p *Process) closeListeners() {
+	for _, l := range p.listeners {
+		l.ln.Close()
+	}
+}
+
+// SetDeployAPI installs the handler of /deploy/v1 (requests reach it only
+// while this process leads and the deploy API is enabled).
+func (p *Process) SetDeployAPI(h http.Handler) { p.deployAPI.Store(&h) }
+
+// AddController registers a controller the leader runs.
+func (p *Process) AddController(c Controller) { p.controllers = append(p.controllers, c) }
+
+// Addr returns the bound address of a listener by its flag name (for tests
+// that bind port 0).
+func (p *Process) Addr(flag string) string {
+	for _, l := range p.listeners {
+		if l.name == flag {
+			return l.ln.Addr().String()
+		}
+	}
+	return ""
+}
+
+// Leading reports whether this process currently holds the Lease.
+func (p *Process) Leading() bool { return p.state.leading.Load() }
+
+// Run serves the listeners, starts the informers and takes part in the
+// election until ctx ends. While leading it runs the controllers. When ctx
+// ends it stops the controllers, releases the Lease, and stops the
+// listeners, all within the shutdown grace period. Losing the Lease calls
+// Exit(1): no work may continue on a lost Lease.
+func (p *Process) Run(ctx context.Context) error {
+	log := p.Log
+	serving := serveAll(p.listeners, log)
+	p.Informers.Start(ctx.Done())
+	go func() {
+		if p.Informers.WaitForSync(ctx) {
+			p.state.synced.Store(true)
+			log.Info("informer caches synced")
+		}
+	}()
+
+	elector, err := p.newElector(ctx)
+	if err != nil {
+		return err
+	}
+	electionCtx, stopElection := context.WithCancel(context.Background())
+	defer stopElection()
+	electionDone := make(chan struct{})
+	go func() {
+		defer close(electionDone)
+		elector.Run(electionCtx)
+	}()
+
+	<-ctx.Done()
+	grace := p.Config.ShutdownGracePeriod
+	log.Info("shutting down", "gracePeriod", grace.String())
+	watchdog := time.AfterFunc(grace, func() {
+		log.Error("shutdown exceeded the grace period; exiting", "gracePeriod", grace.String())
+		p.Exit(1)
+	})
+	defer watchdog.Stop()
+	deadline := time.Now().Add(grace)
+
+	// Controllers stop first (ctx is theirs); only then is the Lease released,
+	// so the next leader never overlaps with this one's last reconcile.
+	p.waitControllers(time.Until(deadline) / 2)
+	stopElection()
+	<-electionDone
+
+	sctx, cancel := context.WithDeadline(context.Background(), deadline)
+	defer cancel()
+	shutdownAll(sctx, p.listeners)
+	serving.Wait()
+	p.eventsCtx()
+	p.stopEvents()
+	p.Informers.Shutdown()
+	log.Info("shutdown complete")
+	return nil
+}
+
+func (p *Process) newElector(ctx context.Context) (*leaderelection.LeaderElector, error) {
+	le := p.Config.LeaderElection
+	lock := &resourcelock.LeaseLock{
+		LeaseMeta:  metav1.ObjectMeta{Namespace: le.Namespace, Name: le.Name},
+		Client:     p.Kube.CoordinationV1(),
+		LockConfig: resourcelock.ResourceLockConfig{Identity: le.Identity, EventRecorder: p.Recorder},
+	}
+	health := leaderelection.NewLeaderHealthzAdaptor(le.RenewDeadline)
+	p.state.leaderHealth = health.Check
+	return leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
+		Lock:            lock,
+		Name:            le.Name,
+		LeaseDuration:   le.LeaseDuration,
+		RenewDeadline:   le.RenewDeadline,
+		RetryPeriod:     le.RetryPeriod,
+		ReleaseOnCancel: true,
+		WatchDog:        health,
+		Callbacks: leaderelection.LeaderCallbacks{
+			OnStartedLeading: func(leaseCtx context.Context) { p.startLeading(ctx, leaseCtx) },
+			OnStoppedLeading: func() { p.stopLeading(ctx) },
+			OnNewLeader: func(identity string) {
+				p.Log.Info("leader observed", "leader", identity, "self", identity == le.Identity)
+			},
+		},
+	})
+}
+
+// startLeading runs the controllers for as long as the Lease is held.
+func (p *Process) startLeading(processCtx, leaseCtx context.Context) {
+	p.state.leading.Store(true)
+	p.Metrics.Leading.Set(1)
+	p.Log.Info("leading", "identity", p.Config.LeaderElection.Identity, "controllers", len(p.controllers))
+	// Controllers stop when the process shuts down or the Lease is lost.
+	ctx, cancel := context.WithCancel(processCtx)
+	context.AfterFunc(leaseCtx, cancel)
+	var wg sync.WaitGroup
+	for _, c := range p.controllers {
+		wg.Go(func() {
+			if err := c.Run(ctx, p.Config.Workers); err != nil && ctx.Err() == nil {
+				p.Log.Error("controller ended", "controller", c.Name(), "err", err.Error())
+			}
+		})
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	p.mu.Lock()
+	p.ctrlDone = done
+	p.mu.Unlock()
+}
+
+func (p *Process) stopLeading(processCtx context.Context) {
+	wasLeading := p.state.leading.Swap(false)
+	p.Metrics.Leading.Set(0)
+	if !wasLeading {
+		return
+	}
+	if processCtx.Err() != nil {
+		p.Log.Info("stopped leading for shutdown; Lease released")
+		return
+	}
+	p.Log.Error("leader election lost; exiting so no work continues on a lost Lease", "identity", p.Config.LeaderElection.Identity)
+	p.Exit(1)
+}
+
+// waitControllers waits (at most d) for the controllers to return after
+// their context ended.
+func (p *Process) waitControllers(d time.Duration) {
+	p.mu.Lock()
+	done := p.ctrlDone
+	p.mu.Unlock()
+	if done == nil {
+		return
+	}
+	select {
+	case <-done:
+	case <-time.After(d):
+		p.Log.Warn("controllers did not stop in time; releasing the Lease anyway", "waited", d.String())
+	}
+}
