@@ -6,4 +6,6 @@ import (
 	"github.com/shipstream/bloodraven/pkg/apis/shipstream/v1alpha1"
 )
 
-func schemaGVK(kind string) schema.GroupVersionKind { return v1alpha1.SchemeGroupVersion.WithKind(kind) }
+func schemaGVK(kind string) schema.GroupVersionKind {
+	return v1alpha1.SchemeGroupVersion.WithKind(kind)
+}
