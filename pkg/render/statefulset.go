@@ -1,0 +1,350 @@
+package render
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+
+	"github.com/shipstream/bloodraven/pkg/apis/shipstream/v1alpha1"
+	"github.com/shipstream/bloodraven/pkg/devaddr"
+	"github.com/shipstream/bloodraven/pkg/protocol"
+)
+
+// Defaults applied when a field the CRD defaults is unset (an object built in
+// code rather than read from the API server).
+const (
+	DefaultImage                         = "mysql:9.7"
+	DefaultTerminationGracePeriodSeconds = int64(60)
+	DefaultTTLSeconds                    = int32(60)
+)
+
+// Container names in a MySQL pod.
+const (
+	ContainerMySQL   = "mysql"
+	ContainerSidecar = "bloodraven-sidecar"
+	ConfigVolumeName = "mysql-config"
+	TLSVolumeName    = "mysql-tls"
+	DataDir          = "/var/lib/mysql"
+	// ZoneLabel is the well-known node label a site's zone is matched against.
+	ZoneLabel = "topology.kubernetes.io/zone"
+	// MySQLPortName names port 3306 on the container and on every Service.
+	MySQLPortName = "mysql"
+)
+
+// Config is what the operator process contributes to rendering.
+type Config struct {
+	// SidecarImage is the operator's BLOODRAVEN_SIDECAR_IMAGE, used when the
+	// group does not pin spec.sidecar.image.
+	SidecarImage string
+}
+
+// Site is everything rendered for one site.
+type Site struct {
+	Name        string
+	ConfigMap   *corev1.ConfigMap
+	StatefulSet *appsv1.StatefulSet
+	// TemplateHash is the hash of the StatefulSet's pod template, also in
+	// its AnnotationPodTemplateHash.
+	TemplateHash string
+	// IgnoredOptions are mysqlConf entries naming operator-owned options.
+	IgnoredOptions []string
+}
+
+// OwnerReference makes g the controlling owner of an object, so the object
+// is garbage-collected after g is deleted (and only after g's finalizer is
+// gone).
+func OwnerReference(g *v1alpha1.MysqlFailoverGroup) metav1.OwnerReference {
+	return metav1.OwnerReference{
+		APIVersion:         v1alpha1.SchemeGroupVersion.String(),
+		Kind:               "MysqlFailoverGroup",
+		Name:               g.Name,
+		UID:                g.UID,
+		Controller:         ptr.To(true),
+		BlockOwnerDeletion: ptr.To(true),
+	}
+}
+
+func objectMeta(g *v1alpha1.MysqlFailoverGroup, name string, labels map[string]string) metav1.ObjectMeta {
+	return metav1.ObjectMeta{
+		Name:            name,
+		Namespace:       g.Namespace,
+		Labels:          labels,
+		OwnerReferences: []metav1.OwnerReference{OwnerReference(g)},
+	}
+}
+
+// SidecarImage is the sidecar image of g's pods: the group's pin, else the
+// operator's default.
+func (c Config) sidecarImage(g *v1alpha1.MysqlFailoverGroup) string {
+	if g.Spec.Sidecar != nil && g.Spec.Sidecar.Image != "" {
+		return g.Spec.Sidecar.Image
+	}
+	return c.SidecarImage
+}
+
+// RenderSite renders site i of g: its my.cnf ConfigMap and its StatefulSet.
+func RenderSite(g *v1alpha1.MysqlFailoverGroup, i int, cfg Config) (*Site, error) {
+	site := g.Spec.Sites[i]
+	if cfg.sidecarImage(g) == "" {
+		return nil, fmt.Errorf("spec.sidecar.image: unset, and the operator has no default sidecar image (BLOODRAVEN_SIDECAR_IMAGE)")
+	}
+	size, err := resource.ParseQuantity(site.Storage.Size)
+	if err != nil {
+		return nil, fmt.Errorf("spec.sites[%d].storage.size: %q is not a quantity: %v", i, site.Storage.Size, err)
+	}
+	cnf, ignored, err := MyCnf(g, i)
+	if err != nil {
+		return nil, err
+	}
+	labels := SiteLabels(g, site.Name)
+	cm := &corev1.ConfigMap{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+		ObjectMeta: objectMeta(g, ConfigMapName(g.Name, site.Name), labels),
+		Data:       map[string]string{MyCnfKey: cnf},
+	}
+
+	tmpl := podTemplate(g, i, cfg, hash(cnf))
+	tmplHash := hash(tmpl)
+	tmpl.Annotations[AnnotationPodTemplateHash] = tmplHash
+
+	sts := &appsv1.StatefulSet{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "StatefulSet"},
+		ObjectMeta: objectMeta(g, StatefulSetName(g.Name, site.Name), SiteLabels(g, site.Name)),
+		Spec: appsv1.StatefulSetSpec{
+			Replicas:    ptr.To(int32(1)),
+			Selector:    &metav1.LabelSelector{MatchLabels: SiteSelector(g.Name, site.Name)},
+			ServiceName: InternalServiceName(g.Name, site.Name),
+			Template:    tmpl,
+			// The operator alone decides when a site's pod is recreated.
+			UpdateStrategy:      appsv1.StatefulSetUpdateStrategy{Type: appsv1.OnDeleteStatefulSetStrategyType},
+			PodManagementPolicy: appsv1.OrderedReadyPodManagement,
+			VolumeClaimTemplates: []corev1.PersistentVolumeClaim{{
+				TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "PersistentVolumeClaim"},
+				ObjectMeta: metav1.ObjectMeta{Name: DataVolumeName, Labels: SiteLabels(g, site.Name)},
+				Spec: corev1.PersistentVolumeClaimSpec{
+					AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+					StorageClassName: ptr.To(site.Storage.StorageClassName),
+					VolumeMode:       ptr.To(corev1.PersistentVolumeFilesystem),
+					Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: size}},
+				},
+			}},
+			// The data outlives the StatefulSet: deleting a group never
+			// deletes its data volumes.
+			PersistentVolumeClaimRetentionPolicy: &appsv1.StatefulSetPersistentVolumeClaimRetentionPolicy{
+				WhenDeleted: appsv1.RetainPersistentVolumeClaimRetentionPolicyType,
+				WhenScaled:  appsv1.RetainPersistentVolumeClaimRetentionPolicyType,
+			},
+		},
+	}
+	sts.Annotations = map[string]string{AnnotationPodTemplateHash: tmplHash}
+	return &Site{Name: site.Name, ConfigMap: cm, StatefulSet: sts, TemplateHash: tmplHash, IgnoredOptions: ignored}, nil
+}
+
+// hash is a short, stable digest of v's JSON form (encoding/json sorts map
+// keys, so equal values hash equally).
+func hash(v any) string {
+	var b []byte
+	if s, ok := v.(string); ok {
+		b = []byte(s)
+	} else {
+		var err error
+		if b, err = json.Marshal(v); err != nil {
+			panic(fmt.Sprintf("render: hash of unmarshalable value: %v", err))
+		}
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])[:16]
+}
+
+// mergeUnder returns user entries overlaid with the operator's: on a
+// conflict the operator's value wins.
+func mergeUnder(user, operator map[string]string) map[string]string {
+	out := make(map[string]string, len(user)+len(operator))
+	for k, v := range user {
+		out[k] = v
+	}
+	for k, v := range operator {
+		out[k] = v
+	}
+	return out
+}
+
+func podTemplate(g *v1alpha1.MysqlFailoverGroup, i int, cfg Config, cnfHash string) corev1.PodTemplateSpec {
+	site := g.Spec.Sites[i]
+	spec := g.Spec
+	grace := DefaultTerminationGracePeriodSeconds
+	if spec.TerminationGracePeriodSeconds != nil {
+		grace = *spec.TerminationGracePeriodSeconds
+	}
+	image := spec.Image
+	if image == "" {
+		image = DefaultImage
+	}
+
+	volumes := []corev1.Volume{{
+		Name: ConfigVolumeName,
+		VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+			LocalObjectReference: corev1.LocalObjectReference{Name: ConfigMapName(g.Name, site.Name)},
+		}},
+	}}
+	mysqlMounts := []corev1.VolumeMount{
+		{Name: DataVolumeName, MountPath: DataDir},
+		{Name: ConfigVolumeName, MountPath: ConfigDir, ReadOnly: true},
+	}
+	if spec.TLS != nil {
+		volumes = append(volumes, corev1.Volume{
+			Name:         TLSVolumeName,
+			VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: spec.TLS.SecretName}},
+		})
+		mysqlMounts = append(mysqlMounts, corev1.VolumeMount{Name: TLSVolumeName, MountPath: TLSDir, ReadOnly: true})
+	}
+
+	mysqld := corev1.Container{
+		Name:  ContainerMySQL,
+		Image: image,
+		Ports: []corev1.ContainerPort{{Name: MySQLPortName, ContainerPort: devaddr.MySQLPort, Protocol: corev1.ProtocolTCP}},
+		Env: []corev1.EnvVar{
+			secretEnv("MYSQL_ROOT_PASSWORD", spec.Credentials.OperatorSecretName, "MYSQL_ROOT_PASSWORD"),
+		},
+		VolumeMounts: mysqlMounts,
+	}
+	if site.Resources != nil {
+		mysqld.Resources = *site.Resources
+	}
+
+	containers := []corev1.Container{mysqld, sidecarContainer(g, i, cfg)}
+	containers = append(containers, spec.ExtraContainers...)
+
+	var initContainers []corev1.Container
+	initContainers = append(initContainers, spec.ExtraInitContainers...)
+
+	operatorLabels := SiteLabels(g, site.Name)
+	operatorAnnotations := map[string]string{AnnotationConfigHash: cnfHash}
+
+	return corev1.PodTemplateSpec{
+		ObjectMeta: metav1.ObjectMeta{
+			Labels:      mergeUnder(spec.PodLabels, operatorLabels),
+			Annotations: mergeUnder(spec.PodAnnotations, operatorAnnotations),
+		},
+		Spec: corev1.PodSpec{
+			InitContainers:                initContainers,
+			Containers:                    containers,
+			Volumes:                       volumes,
+			TerminationGracePeriodSeconds: ptr.To(grace),
+			Affinity: &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
+				RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+					NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{{
+						Key: ZoneLabel, Operator: corev1.NodeSelectorOpIn, Values: []string{site.Zone},
+					}}}},
+				},
+			}},
+			// The site's own nodes carry the group's db-readonly taint while
+			// the site is not active; its MySQL pod must still run there.
+			Tolerations: []corev1.Toleration{{
+				Key:      TaintKey(g.Namespace, g.Name),
+				Operator: corev1.TolerationOpExists,
+			}},
+		},
+	}
+}
+
+func secretEnv(name, secret, key string) corev1.EnvVar {
+	return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+		LocalObjectReference: corev1.LocalObjectReference{Name: secret}, Key: key,
+	}}}
+}
+
+func fieldEnv(name, path string) corev1.EnvVar {
+	return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: path}}}
+}
+
+// Environment variables of the sidecar container.
+const (
+	EnvNamespace         = "BLOODRAVEN_NAMESPACE"
+	EnvPodName           = "BLOODRAVEN_POD_NAME"
+	EnvGroup             = "BLOODRAVEN_FAILOVER_GROUP"
+	EnvSite              = "BLOODRAVEN_SITE"
+	EnvListenAddr        = "BLOODRAVEN_LISTEN_ADDR"
+	EnvOperatorEndpoint  = "BLOODRAVEN_OPERATOR_ENDPOINT"
+	EnvLeaseTimeout      = "BLOODRAVEN_LEASE_TIMEOUT"
+	EnvPeerCheckInterval = "BLOODRAVEN_PEER_CHECK_INTERVAL"
+	EnvMySQLUser         = "BLOODRAVEN_MYSQL_USER"
+	EnvMySQLPassword     = "BLOODRAVEN_MYSQL_PASSWORD"
+)
+
+func sidecarContainer(g *v1alpha1.MysqlFailoverGroup, i int, cfg Config) corev1.Container {
+	site := g.Spec.Sites[i]
+	sc := g.Spec.Sidecar
+	env := []corev1.EnvVar{
+		fieldEnv(EnvNamespace, "metadata.namespace"),
+		fieldEnv(EnvPodName, "metadata.name"),
+		{Name: EnvGroup, Value: g.Name},
+		{Name: EnvSite, Value: site.Name},
+		{Name: EnvListenAddr, Value: fmt.Sprintf(":%d", protocol.SidecarPort)},
+	}
+	if sc != nil {
+		if sc.OperatorEndpoint != "" {
+			env = append(env, corev1.EnvVar{Name: EnvOperatorEndpoint, Value: sc.OperatorEndpoint})
+		}
+		if sc.LeaseTimeout != nil {
+			env = append(env, corev1.EnvVar{Name: EnvLeaseTimeout, Value: sc.LeaseTimeout.Duration.String()})
+		}
+		if sc.PeerCheckInterval != nil {
+			env = append(env, corev1.EnvVar{Name: EnvPeerCheckInterval, Value: sc.PeerCheckInterval.Duration.String()})
+		}
+	}
+	env = append(env,
+		secretEnv(EnvMySQLUser, g.Spec.Credentials.OperatorSecretName, "username"),
+		secretEnv(EnvMySQLPassword, g.Spec.Credentials.OperatorSecretName, "password"),
+	)
+	c := corev1.Container{
+		Name:  ContainerSidecar,
+		Image: cfg.sidecarImage(g),
+		Ports: []corev1.ContainerPort{{Name: protocol.SidecarPortName, ContainerPort: protocol.SidecarPort, Protocol: corev1.ProtocolTCP}},
+		Env:   env,
+		// The sidecar reads binary logs for archival; it never writes the datadir.
+		VolumeMounts: []corev1.VolumeMount{{Name: DataVolumeName, MountPath: DataDir, ReadOnly: true}},
+		// Liveness must not depend on MySQL, or a slow mysqld would get its
+		// fencing sidecar restarted; readiness is the site's health.
+		LivenessProbe:  httpProbe(protocol.PathPeerPing, 10, 3),
+		ReadinessProbe: httpProbe(protocol.PathHealth, 5, 3),
+	}
+	if sc != nil && sc.Resources != nil {
+		c.Resources = *sc.Resources
+	}
+	return c
+}
+
+func httpProbe(path string, period, failures int32) *corev1.Probe {
+	return &corev1.Probe{
+		ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
+			Path: path, Port: intstr.FromString(protocol.SidecarPortName), Scheme: corev1.URISchemeHTTP,
+		}},
+		PeriodSeconds:    period,
+		TimeoutSeconds:   2,
+		SuccessThreshold: 1,
+		FailureThreshold: failures,
+	}
+}
+
+// siteIndex returns the index of the named site, or -1.
+func siteIndex(g *v1alpha1.MysqlFailoverGroup, name string) int {
+	for i, s := range g.Spec.Sites {
+		if s.Name == name {
+			return i
+		}
+	}
+	return -1
+}
+
+// joinKeys renders a sorted key list for an annotation.
+func joinKeys(keys []string) string { return strings.Join(keys, ",") }
