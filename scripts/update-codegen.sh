@@ -3,7 +3,8 @@
 #   - zz_generated.deepcopy.go next to the types (deepcopy-gen),
 #   - the typed clientset, listers and informers under generated/
 #     (client-gen, lister-gen, informer-gen with watch support),
-#   - the CRD manifests under deploy/crds/ (controller-gen).
+#   - the CRD manifests under deploy/crds/ (controller-gen),
+#   - the field reference inside docs/api.md (tools/codegen/apidocs).
 # The output is a pure function of the types and the pinned generator
 # versions (k8s.io/code-generator from go.mod, controller-tools from
 # tools/codegen/go.mod), so running it twice gives identical bytes.
@@ -52,3 +53,7 @@ rm -f "${SCRIPT_ROOT}"/deploy/crds/shipstream.io_*.yaml
     crd:crdVersions=v1 \
     paths="./pkg/apis/..." \
     output:crd:dir="${SCRIPT_ROOT}/deploy/crds"
+
+echo "Generating the field reference of docs/api.md"
+go -C "${SCRIPT_ROOT}/tools/codegen" build -o "${CODEGEN_BIN}/apidocs" ./apidocs
+"${CODEGEN_BIN}/apidocs" "${SCRIPT_ROOT}/deploy/crds" "${SCRIPT_ROOT}/docs/api.md"

@@ -17,7 +17,7 @@ tar -C "${SCRIPT_ROOT}" --exclude=./.git --exclude=./bin -cf - . | tar -C "${TMP
 
 # Compare every generated location, including files that exist on only one side.
 status=0
-for path in generated deploy/crds pkg/apis; do
+for path in generated deploy/crds pkg/apis docs/api.md; do
     if ! diff -Nru "${SCRIPT_ROOT}/${path}" "${TMP_ROOT}/${path}" >"${TMP_ROOT}.diff" 2>&1; then
         echo "ERROR: ${path} is out of date with the API types. Run scripts/update-codegen.sh (make generate) and commit the result:" >&2
         sed -e "s#${TMP_ROOT}#(regenerated)#g" -e "s#${SCRIPT_ROOT}#(committed)#g" "${TMP_ROOT}.diff" >&2

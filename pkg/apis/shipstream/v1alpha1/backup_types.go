@@ -17,8 +17,8 @@ import (
 // +kubebuilder:printcolumn:name="Site",type=string,JSONPath=`.status.sourceSite`
 // +kubebuilder:printcolumn:name="Completed",type=date,JSONPath=`.status.completionTime`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
-// +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 63",message="metadata.name: a MysqlBackup name must be at most 63 characters",fieldPath=".metadata.name"
-// +kubebuilder:validation:XValidation:rule="!self.metadata.name.endsWith('.bloodraven-backup.json')",message="metadata.name: a MysqlBackup name must not end in .bloodraven-backup.json",fieldPath=".metadata.name"
+// +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 63",message="metadata.name: a MysqlBackup name must be at most 63 characters"
+// +kubebuilder:validation:XValidation:rule="!self.metadata.name.endsWith('.bloodraven-backup.json')",message="metadata.name: a MysqlBackup name must not end in .bloodraven-backup.json"
 
 // MysqlBackup is one backup run of a failover group's profile, created on
 // demand or by a schedule.
@@ -182,7 +182,7 @@ type MysqlBackupStatus struct {
 // +kubebuilder:printcolumn:name="Backup",type=string,JSONPath=`.status.backupName`
 // +kubebuilder:printcolumn:name="Sanity",type=string,JSONPath=`.status.sanityCheck.outcome`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
-// +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 63",message="metadata.name: a MysqlBackupVerification name must be at most 63 characters",fieldPath=".metadata.name"
+// +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 63",message="metadata.name: a MysqlBackupVerification name must be at most 63 characters"
 
 // MysqlBackupVerification restores a backup into a throwaway MySQL to prove
 // that it loads, optionally replays binary logs and runs a sanity query.

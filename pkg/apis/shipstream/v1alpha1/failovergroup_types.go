@@ -17,7 +17,7 @@ import (
 // +kubebuilder:printcolumn:name="Topology",type=integer,JSONPath=`.status.topologyGeneration`,description="topologyGeneration: incremented on every active-site change"
 // +kubebuilder:printcolumn:name="Last Failover",type=date,JSONPath=`.status.lastFailover.time`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
-// +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 63 && self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",message="metadata.name: a MysqlFailoverGroup name must be a DNS-1035 label (lowercase letters, digits and '-', starting with a letter, at most 63 characters)",fieldPath=".metadata.name"
+// +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 63 && self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",message="metadata.name: a MysqlFailoverGroup name must be a DNS-1035 label (lowercase letters, digits and '-', starting with a letter, at most 63 characters)"
 // +kubebuilder:validation:XValidation:rule="self.spec.sites.all(s, size(self.metadata.name) + size(s.name) <= 41)",message="spec.sites[].name: the group name plus each site name must be at most 41 characters",fieldPath=".spec.sites"
 
 // MysqlFailoverGroup declares a multi-site MySQL cluster with one writable
