@@ -1,0 +1,212 @@
+// Package deploylease is the deploy-lease controller: it revokes a group's
+// deployment leases when the group's status.topologyGeneration moves past
+// the generation they were granted at (TopologyChanged) and when an
+// administrator sets the revoke annotation (OperatorRevoked, after which the
+// annotation is cleared), and it records expiry. Each revocation emits the
+// Event DeploymentLeaseRevoked on the group and counts in
+// bloodraven_deploy_lease_revocations_total{reason}.
+package deploylease
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
+
+	"github.com/shipstream/bloodraven/generated/clientset/versioned"
+	shipinformers "github.com/shipstream/bloodraven/generated/informers/externalversions/shipstream/v1alpha1"
+	shiplisters "github.com/shipstream/bloodraven/generated/listers/shipstream/v1alpha1"
+	v1alpha1 "github.com/shipstream/bloodraven/pkg/apis/shipstream/v1alpha1"
+	"github.com/shipstream/bloodraven/pkg/controller"
+	"github.com/shipstream/bloodraven/pkg/deploylease"
+	"github.com/shipstream/bloodraven/pkg/events"
+	"github.com/shipstream/bloodraven/pkg/metrics"
+)
+
+// RevokeAnnotation on a MysqlFailoverGroup revokes all its deployment leases
+// (any value); the controller removes it once the revocation is persisted.
+const RevokeAnnotation = "bloodraven.shipstream.io/revoke-deployment-leases"
+
+// QueueName is the workqueue's name.
+const QueueName = "deploy-lease"
+
+// Config wires the controller.
+type Config struct {
+	Store      *deploylease.Store
+	Shipstream versioned.Interface
+	// Groups is the shared MysqlFailoverGroup informer.
+	Groups shipinformers.MysqlFailoverGroupInformer
+	// Leases, if set, is the shared coordination.k8s.io Lease informer; a
+	// new or renewed deployment lease then wakes its group, so expiry is
+	// recorded on time. Without it, groups are polled after each expiry.
+	Leases cache.SharedIndexInformer
+	// Recorder emits Events; Registerer receives the revocation counter.
+	Recorder        record.EventRecorder
+	Registerer      prometheus.Registerer
+	MetricsProvider workqueue.MetricsProvider
+	Logger          *slog.Logger
+	Now             func() time.Time
+}
+
+// Controller is the deploy-lease controller.
+type Controller struct {
+	*controller.Loop
+	cfg         Config
+	groups      shiplisters.MysqlFailoverGroupLister
+	revocations *prometheus.CounterVec
+	log         *slog.Logger
+	now         func() time.Time
+}
+
+// New builds the controller and registers its event handlers; start the
+// informers after it, then Run.
+func New(cfg Config) (*Controller, error) {
+	if cfg.Store == nil || cfg.Shipstream == nil || cfg.Groups == nil || cfg.Recorder == nil {
+		return nil, errors.New("deploylease controller: Store, Shipstream, Groups and Recorder are required")
+	}
+	c := &Controller{cfg: cfg, groups: cfg.Groups.Lister(), log: cfg.Logger, now: cfg.Now}
+	if c.log == nil {
+		c.log = slog.Default()
+	}
+	if c.now == nil {
+		c.now = time.Now
+	}
+	c.revocations = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: metrics.Namespace,
+		Name:      "deploy_lease_revocations_total",
+		Help:      "Deployment leases revoked, by reason (TopologyChanged, OperatorRevoked).",
+	}, []string{"reason"})
+	for _, r := range []deploylease.Reason{deploylease.ReasonTopologyChanged, deploylease.ReasonOperatorRevoked} {
+		c.revocations.WithLabelValues(string(r))
+	}
+	if cfg.Registerer != nil {
+		if err := cfg.Registerer.Register(c.revocations); err != nil {
+			return nil, fmt.Errorf("deploylease controller: register metrics: %w", err)
+		}
+	}
+	loop, err := controller.New(controller.Options{
+		Name: QueueName, Reconcile: c.Reconcile, MetricsProvider: cfg.MetricsProvider, Logger: c.log,
+	})
+	if err != nil {
+		return nil, err
+	}
+	c.Loop = loop
+	if err := loop.Watch(cfg.Groups.Informer(), loop.EnqueueSelf()); err != nil {
+		return nil, err
+	}
+	if cfg.Leases != nil {
+		if err := loop.Watch(cfg.Leases, loop.EnqueueMapped(groupOfLease)); err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+// Revocations is the counter (tests read it).
+func (c *Controller) Revocations() *prometheus.CounterVec { return c.revocations }
+
+// groupOfLease maps a deployment lease record or mutex to its group.
+func groupOfLease(o metav1.Object) []controller.Key {
+	l := o.GetLabels()
+	for _, k := range []string{deploylease.LabelGroup, deploylease.LabelMutexGroup} {
+		if g := l[k]; g != "" {
+			return []controller.Key{cache.NewObjectName(o.GetNamespace(), g)}
+		}
+	}
+	return nil
+}
+
+// Reconcile revokes, clears the annotation and records expiry for one group.
+func (c *Controller) Reconcile(ctx context.Context, key controller.Key) (controller.Result, error) {
+	g, err := c.groups.MysqlFailoverGroups(key.Namespace).Get(key.Name)
+	if apierrors.IsNotFound(err) {
+		return controller.Result{}, nil // its Leases are owned by it and go with it
+	}
+	if err != nil {
+		return controller.Result{}, err
+	}
+	ref := deploylease.GroupRef{Namespace: g.Namespace, Name: g.Name, UID: g.UID}
+	if _, ok := g.Annotations[RevokeAnnotation]; ok {
+		if err := c.revokeByAnnotation(ctx, ref); err != nil {
+			return controller.Result{}, err
+		}
+	}
+	// Only leases granted at an older generation: a lister that lags the
+	// API server must never revoke a lease granted at a newer one.
+	gen := g.Status.TopologyGeneration
+	revoked, err := c.cfg.Store.Revoke(ctx, ref, deploylease.ReasonTopologyChanged, func(r deploylease.Record) bool {
+		return r.TopologyGeneration < gen
+	})
+	c.report(g, revoked, deploylease.ReasonTopologyChanged, gen)
+	if err != nil {
+		return controller.Result{}, err
+	}
+	next, err := c.cfg.Store.Expire(ctx, ref)
+	if err != nil {
+		return controller.Result{}, err
+	}
+	if next.IsZero() {
+		return controller.Result{}, nil
+	}
+	return controller.Result{RequeueAfter: max(next.Sub(c.now()), 0) + 100*time.Millisecond}, nil
+}
+
+// revokeByAnnotation rereads the group from the API server (the lister may
+// still show an annotation already handled), revokes every lease, and only
+// then removes the annotation, under a resourceVersion precondition.
+func (c *Controller) revokeByAnnotation(ctx context.Context, ref deploylease.GroupRef) error {
+	fresh, err := c.cfg.Shipstream.ShipstreamV1alpha1().MysqlFailoverGroups(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+	if err != nil {
+		return client404ToNil(err)
+	}
+	if _, ok := fresh.Annotations[RevokeAnnotation]; !ok {
+		return nil
+	}
+	revoked, err := c.cfg.Store.Revoke(ctx, ref, deploylease.ReasonOperatorRevoked, func(deploylease.Record) bool { return true })
+	c.report(fresh, revoked, deploylease.ReasonOperatorRevoked, fresh.Status.TopologyGeneration)
+	if err != nil {
+		return err
+	}
+	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{
+		"resourceVersion": fresh.ResourceVersion,
+		"annotations":     map[string]any{RevokeAnnotation: nil},
+	}})
+	_, err = c.cfg.Shipstream.ShipstreamV1alpha1().MysqlFailoverGroups(ref.Namespace).Patch(ctx, ref.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+	if err == nil {
+		c.log.Info("deployment lease revoke annotation cleared", "namespace", ref.Namespace, "group", ref.Name, "revoked", len(revoked))
+	}
+	return client404ToNil(err)
+}
+
+func client404ToNil(err error) error {
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
+
+// report emits one Event and one count per revoked lease. Messages name the
+// kind, operation, instance and reason; never a token or hash.
+func (c *Controller) report(g *v1alpha1.MysqlFailoverGroup, revoked []deploylease.Record, reason deploylease.Reason, gen int64) {
+	for _, r := range revoked {
+		c.revocations.WithLabelValues(string(reason)).Inc()
+		msg := fmt.Sprintf("Deployment lease %s of operation %s (instance %s) revoked: %s", r.Kind, r.OperationID, r.Instance, reason)
+		if reason == deploylease.ReasonTopologyChanged {
+			msg += fmt.Sprintf(" (granted at topologyGeneration %d, now %d)", r.TopologyGeneration, gen)
+		}
+		c.cfg.Recorder.Event(g, corev1.EventTypeNormal, events.DeploymentLeaseRevoked, msg)
+		c.log.Info("deployment lease revoked", "namespace", g.Namespace, "group", g.Name, "kind", string(r.Kind),
+			"operationId", r.OperationID, "instance", r.Instance, "reason", string(reason))
+	}
+}
