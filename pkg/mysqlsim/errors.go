@@ -47,6 +47,9 @@ var sqlStates = map[uint16]string{
 	ErQueryInterrupted: "70100", ErKillDenied: "HY000", ErNoSuchThread: "HY000",
 }
 
+// myError is a MySQL error as sent to clients.
+type myError = gomysql.MyError
+
 func myErr(code uint16, format string, args ...any) *gomysql.MyError {
 	state, ok := sqlStates[code]
 	if !ok {

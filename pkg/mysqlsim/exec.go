@@ -17,6 +17,9 @@ func (s *Server) exec(sess *session, sql string, binaryProto bool) (*gomysql.Res
 	if len(toks) == 0 {
 		return nil, myErr(1065, "Query was empty")
 	}
+	if err := s.holdIfCutOff(sess); err != nil {
+		return nil, err
+	}
 	s.mu.Lock()
 	sess.command, sess.info, sess.state, sess.since = "Query", sql, "executing", time.Now()
 	sess.queryKil = make(chan struct{})
@@ -78,6 +81,9 @@ func (s *Server) dispatch(sess *session, first token, c *cursor) (*gomysql.Resul
 		return nil, nil, s.execStopReplica(sess, c)
 	case first.isKw("RESET"):
 		return nil, nil, s.execReset(sess, c)
+	case first.isKw("SIMULATOR"):
+		t, err := s.execSimulator(sess, c)
+		return nil, t, err
 	case first.isKw("CLONE"):
 		return nil, nil, s.execClone(sess, c)
 	case first.isKw("CREATE"), first.isKw("DROP"), first.isKw("INSERT"), first.isKw("DELETE"):

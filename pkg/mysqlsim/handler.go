@@ -39,6 +39,7 @@ func (a *authHandler) OnAuthSuccess(c *server.Conn) error {
 	u, _ := a.s.lookupUser(c.GetUser())
 	a.s.mu.Lock()
 	a.sess.user = u
+	a.sess.program = c.Attributes()["program_name"]
 	a.s.mu.Unlock()
 	return nil
 }

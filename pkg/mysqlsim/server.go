@@ -327,6 +327,7 @@ type session struct {
 	state    string // processlist State
 	since    time.Time
 	gtidNext string
+	program  string // program_name connection attribute
 	// gtidNextUsed is set once a transaction committed with an explicit
 	// gtid_next; MySQL then refuses further transactions until it is set again.
 	gtidNextUsed bool

@@ -20,16 +20,20 @@ func (s *Server) execSet(sess *session, c *cursor) error {
 		return nil // isolation level and access mode are accepted and not modelled
 	}
 	type assignment struct {
-		name string
-		sc   scope
-		val  any
+		name    string
+		sc      scope
+		val     any
+		persist bool
 	}
 	var assigns []assignment
 	for {
 		sc := scopeDefault
+		persist := false
 		switch {
-		case c.acceptKw("GLOBAL"), c.acceptKw("PERSIST"), c.acceptKw("PERSIST_ONLY"):
+		case c.acceptKw("GLOBAL"):
 			sc = scopeGlobal
+		case c.acceptKw("PERSIST"), c.acceptKw("PERSIST_ONLY"):
+			sc, persist = scopeGlobal, true
 		case c.acceptKw("SESSION"), c.acceptKw("LOCAL"):
 			sc = scopeSession
 		}
@@ -70,7 +74,7 @@ func (s *Server) execSet(sess *session, c *cursor) error {
 			}
 		}
 		if name != "" {
-			assigns = append(assigns, assignment{name, sc, val})
+			assigns = append(assigns, assignment{name, sc, val, persist})
 		}
 		if !c.acceptPunct(",") {
 			break
@@ -84,6 +88,9 @@ func (s *Server) execSet(sess *session, c *cursor) error {
 	for _, a := range assigns {
 		if err := s.setVarLocked(sess, a.name, a.sc, a.val); err != nil {
 			return err
+		}
+		if a.persist {
+			s.st.persisted[a.name] = a.val // survives a restart, like mysqld-auto.cnf
 		}
 	}
 	return nil

@@ -16,7 +16,7 @@ type state struct {
 	dbs                     map[string]*database
 	repl                    *channel // nil when no replication channel is configured
 	cloneValidDonorList     string
-	persisted               map[string]string // SET PERSIST values, applied at restart
+	persisted               map[string]any // SET PERSIST values, applied at restart
 }
 
 type database struct {
@@ -66,7 +66,7 @@ func newState(cfg Config) *state {
 			"information_schema": {tables: map[string]*dataTable{}},
 			"sys":                {tables: map[string]*dataTable{}},
 		},
-		persisted: map[string]string{},
+		persisted: map[string]any{},
 	}
 }
 
