@@ -184,7 +184,7 @@ func roleService(g *v1alpha1.MysqlFailoverGroup, kind string) *corev1.Service {
 // the external-only fields. changed is false when nothing needs writing.
 func MergeService(desired, live *corev1.Service) (out *corev1.Service, changed bool) {
 	out = live.DeepCopy()
-	mergeMeta(&out.ObjectMeta, desired.ObjectMeta)
+	MergeMeta(&out.ObjectMeta, desired.ObjectMeta)
 	setManagedAnnotations(&out.ObjectMeta, desired.Annotations)
 
 	s, d, l := &out.Spec, desired.Spec, live.Spec
@@ -239,9 +239,9 @@ func allocatedNodePort(live corev1.ServiceSpec, p corev1.ServicePort) int32 {
 	return 0
 }
 
-// mergeMeta sets the operator's labels and owner reference on an object,
+// MergeMeta sets the operator's labels and owner reference on an object,
 // keeping labels and owners others added.
-func mergeMeta(out *metav1.ObjectMeta, desired metav1.ObjectMeta) {
+func MergeMeta(out *metav1.ObjectMeta, desired metav1.ObjectMeta) {
 	if out.Labels == nil {
 		out.Labels = map[string]string{}
 	}

@@ -1,0 +1,55 @@
+package topology
+
+// Condition types this controller writes on a MysqlFailoverGroup, besides
+// Updating (v1alpha1.ConditionUpdating).
+const (
+	// ConditionResourcesReady: every site's objects could be rendered and
+	// applied. False/RenderFailed names the field at fault.
+	ConditionResourcesReady = "ResourcesReady"
+	// ConditionDNSReady: the DNSEndpoint points at the active site.
+	ConditionDNSReady = "DNSReady"
+)
+
+// Condition reasons.
+const (
+	ReasonReconciled   = "Reconciled"
+	ReasonRenderFailed = "RenderFailed"
+
+	ReasonDNSEndpointCurrent    = "DNSEndpointCurrent"
+	ReasonDNSEndpointCRDMissing = "DNSEndpointCRDMissing"
+	ReasonNoDNSTarget           = "NoDNSTarget"
+
+	// Updating reasons.
+	ReasonUpToDate             = "UpToDate"
+	ReasonRolling              = "Rolling"
+	ReasonActiveSiteUpdateHeld = "ActiveSiteUpdateHeld"
+)
+
+// Event reasons (<Subject><PastTenseVerb>[Qualifier]); the type is fixed
+// per reason.
+const (
+	// EventSiteRenderFailed (Warning): a site's objects could not be rendered.
+	EventSiteRenderFailed = "SiteRenderFailed"
+	// EventMySQLConfOptionIgnored (Warning): mysqlConf named an option the
+	// operator owns; recorded when the template carrying it is written.
+	EventMySQLConfOptionIgnored = "MySQLConfOptionIgnored"
+	// EventSiteRolled (Normal): a site's pod was deleted to be recreated from
+	// the new pod template.
+	EventSiteRolled = "SiteRolled"
+	// EventSiteUpdateHeld (Normal): the active site's new pod template is
+	// held back under OrderedUpdate.
+	EventSiteUpdateHeld = "SiteUpdateHeld"
+	// EventDNSEndpointSkippedCRDMissing (Warning): external-dns's DNSEndpoint
+	// CRD is not installed, so the DNS record is not managed.
+	EventDNSEndpointSkippedCRDMissing = "DNSEndpointSkippedCRDMissing"
+	// EventDNSEndpointUpdated (Normal): the DNS record now points at a new
+	// target (or was created).
+	EventDNSEndpointUpdated = "DNSEndpointUpdated"
+	// EventNodeTainted and EventNodeUntainted (Normal): the group's
+	// db-readonly taint was added to or removed from a node.
+	EventNodeTainted   = "NodeTainted"
+	EventNodeUntainted = "NodeUntainted"
+	// EventDNSEndpointDeleted (Normal): the group's DNSEndpoint was deleted
+	// while the group was being deleted.
+	EventDNSEndpointDeleted = "DNSEndpointDeleted"
+)

@@ -1,0 +1,369 @@
+package topology
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	kubeinformers "k8s.io/client-go/informers"
+	"k8s.io/utils/ptr"
+
+	"github.com/shipstream/bloodraven/pkg/apis/shipstream/v1alpha1"
+	"github.com/shipstream/bloodraven/pkg/controller"
+	"github.com/shipstream/bloodraven/pkg/render"
+)
+
+// pass is one reconcile of one group: what it observed, the conditions it
+// decided, the errors it met and how soon it wants to run again.
+type pass struct {
+	c       *Controller
+	g       *v1alpha1.MysqlFailoverGroup
+	kube    kubeinformers.SharedInformerFactory
+	conds   []metav1.Condition
+	errs    []error
+	invalid []string // render and ownership problems, for ResourcesReady
+	requeue time.Duration
+
+	sts  map[string]*appsv1.StatefulSet
+	pods map[string]*corev1.Pod
+}
+
+func (p *pass) fail(err error) { p.errs = append(p.errs, err) }
+
+func (p *pass) setCondition(typ string, status metav1.ConditionStatus, reason, msg string) {
+	p.conds = append(p.conds, metav1.Condition{
+		Type: typ, Status: status, Reason: reason, Message: msg, ObservedGeneration: p.g.Generation,
+	})
+}
+
+// previous is the condition as stored before this pass.
+func (p *pass) previous(typ string) *metav1.Condition {
+	return meta.FindStatusCondition(p.g.Status.Conditions, typ)
+}
+
+// changed reports whether cond differs from the stored one in status,
+// reason or message: Events are recorded on changes, not on every pass.
+func (p *pass) changed(typ string, status metav1.ConditionStatus, reason, msg string) bool {
+	prev := p.previous(typ)
+	return prev == nil || prev.Status != status || prev.Reason != reason || prev.Message != msg
+}
+
+func (c *Controller) reconcile(ctx context.Context, key controller.Key) (controller.Result, error) {
+	f := c.informers.ShipstreamFor(key.Namespace)
+	kf := c.informers.KubeFor(key.Namespace)
+	if f == nil || kf == nil {
+		return controller.Result{}, nil
+	}
+	g, err := f.Shipstream().V1alpha1().MysqlFailoverGroups().Lister().MysqlFailoverGroups(key.Namespace).Get(key.Name)
+	if apierrors.IsNotFound(err) {
+		return controller.Result{}, nil
+	}
+	if err != nil {
+		return controller.Result{}, err
+	}
+	if g.DeletionTimestamp != nil {
+		return controller.Result{}, c.finalize(ctx, g)
+	}
+	if !hasFinalizer(g) {
+		g = g.DeepCopy()
+		g.Finalizers = append(g.Finalizers, render.Finalizer)
+		if g, err = c.ship.ShipstreamV1alpha1().MysqlFailoverGroups(g.Namespace).Update(ctx, g, metav1.UpdateOptions{}); err != nil {
+			return controller.Result{}, fmt.Errorf("add finalizer %s: %w", render.Finalizer, err)
+		}
+	}
+
+	p := &pass{c: c, g: g, kube: kf, sts: map[string]*appsv1.StatefulSet{}, pods: map[string]*corev1.Pod{}}
+	p.sites(ctx)
+	p.services(ctx)
+	p.activeLabels(ctx)
+	p.dns(ctx)
+	p.taints(ctx)
+	if len(p.invalid) > 0 {
+		msg := strings.Join(p.invalid, "; ")
+		if p.changed(ConditionResourcesReady, metav1.ConditionFalse, ReasonRenderFailed, msg) {
+			c.recorder.Event(g, corev1.EventTypeWarning, EventSiteRenderFailed, msg)
+		}
+		p.setCondition(ConditionResourcesReady, metav1.ConditionFalse, ReasonRenderFailed, msg)
+	} else {
+		p.setCondition(ConditionResourcesReady, metav1.ConditionTrue, ReasonReconciled, "every site's StatefulSet, ConfigMap and Services match the spec")
+	}
+	if err := p.writeStatus(ctx); err != nil {
+		p.fail(err)
+	}
+	return controller.Result{RequeueAfter: p.requeue}, errors.Join(p.errs...)
+}
+
+func hasFinalizer(g *v1alpha1.MysqlFailoverGroup) bool {
+	for _, f := range g.Finalizers {
+		if f == render.Finalizer {
+			return true
+		}
+	}
+	return false
+}
+
+func (p *pass) writeStatus(ctx context.Context) error {
+	update := p.c.ship.ShipstreamV1alpha1().MysqlFailoverGroups(p.g.Namespace).UpdateStatus
+	_, _, err := controller.UpdateStatusIfChanged(ctx, p.g,
+		func(o *v1alpha1.MysqlFailoverGroup) any { return o.Status },
+		func(o *v1alpha1.MysqlFailoverGroup) {
+			for _, c := range p.conds {
+				meta.SetStatusCondition(&o.Status.Conditions, c)
+			}
+		}, update)
+	if err != nil {
+		return fmt.Errorf("update status: %w", err)
+	}
+	return nil
+}
+
+func strategyOf(g *v1alpha1.MysqlFailoverGroup) v1alpha1.UpdateStrategyType {
+	if g.Spec.UpdateStrategy != nil && g.Spec.UpdateStrategy.Type != "" {
+		return g.Spec.UpdateStrategy.Type
+	}
+	return v1alpha1.OrderedUpdate
+}
+
+// sites renders every site, observes its StatefulSet and pod, decides the
+// rollout and applies it.
+func (p *pass) sites(ctx context.Context) {
+	g := p.g
+	rendered := map[string]*render.Site{}
+	var states []SiteState
+	for i, spec := range g.Spec.Sites {
+		s, err := render.RenderSite(g, i, p.c.render)
+		if err != nil {
+			p.invalid = append(p.invalid, fmt.Sprintf("site %s: %v", spec.Name, err))
+			continue
+		}
+		st, ok := p.observeSite(s)
+		if !ok {
+			continue
+		}
+		rendered[spec.Name] = s
+		states = append(states, st)
+	}
+	plan := PlanRollout(strategyOf(g), g.Status.ActiveSite, states)
+	for _, a := range plan.Sites {
+		if err := p.applySite(ctx, rendered[a.Name], a); err != nil {
+			p.fail(fmt.Errorf("site %s: %w", a.Name, err))
+		}
+	}
+	p.updatingCondition(plan)
+}
+
+// observeSite reads the site's StatefulSet and pod from the informers. A
+// StatefulSet of that name that this group does not control is left alone
+// and reported.
+func (p *pass) observeSite(s *render.Site) (SiteState, bool) {
+	st := SiteState{Name: s.Name, DesiredHash: s.TemplateHash}
+	sts, err := p.kube.Apps().V1().StatefulSets().Lister().StatefulSets(p.g.Namespace).Get(s.StatefulSet.Name)
+	switch {
+	case apierrors.IsNotFound(err):
+		return st, true
+	case err != nil:
+		p.fail(err)
+		return st, false
+	case !metav1.IsControlledBy(sts, p.g):
+		p.invalid = append(p.invalid, fmt.Sprintf("site %s: StatefulSet %s exists and is not controlled by this group", s.Name, sts.Name))
+		return st, false
+	}
+	p.sts[s.Name] = sts
+	st.StatefulSetExists = true
+	st.StatefulSetHash = sts.Spec.Template.Annotations[render.AnnotationPodTemplateHash]
+	st.StatefulSetObserved = sts.Status.ObservedGeneration >= sts.Generation
+	pod, err := p.kube.Core().V1().Pods().Lister().Pods(p.g.Namespace).Get(render.PodName(p.g.Name, s.Name))
+	if err == nil && metav1.IsControlledBy(pod, sts) {
+		p.pods[s.Name] = pod
+		st.PodExists = true
+		st.PodHash = pod.Annotations[render.AnnotationPodTemplateHash]
+		st.PodReady = podReady(pod)
+		st.PodTerminating = pod.DeletionTimestamp != nil
+	}
+	return st, true
+}
+
+func podReady(pod *corev1.Pod) bool {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+func (p *pass) applySite(ctx context.Context, s *render.Site, a SiteAction) error {
+	g := p.g
+	live := p.sts[s.Name]
+	// The my.cnf of a held or waiting site stays as it is: a restart of its
+	// container must not pick up a configuration the rollout has not reached.
+	if err := p.ensureConfigMap(ctx, s.ConfigMap, live == nil || a.ApplyTemplate || (!a.Held && !a.Waiting)); err != nil {
+		return err
+	}
+	apps := p.c.kube.AppsV1().StatefulSets(g.Namespace)
+	if live == nil {
+		if _, err := apps.Create(ctx, s.StatefulSet, metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("create StatefulSet %s: %w", s.StatefulSet.Name, err)
+		}
+		p.warnIgnored(s)
+		return nil
+	}
+	out := live.DeepCopy()
+	render.MergeMeta(&out.ObjectMeta, s.StatefulSet.ObjectMeta)
+	out.Spec.Replicas = ptr.To(int32(1))
+	out.Spec.UpdateStrategy = s.StatefulSet.Spec.UpdateStrategy
+	out.Spec.PersistentVolumeClaimRetentionPolicy = s.StatefulSet.Spec.PersistentVolumeClaimRetentionPolicy
+	if a.ApplyTemplate {
+		out.Spec.Template = s.StatefulSet.Spec.Template
+	}
+	if out.Annotations == nil {
+		out.Annotations = map[string]string{}
+	}
+	out.Annotations[render.AnnotationPodTemplateHash] = out.Spec.Template.Annotations[render.AnnotationPodTemplateHash]
+	if !equality.Semantic.DeepEqual(out, live) {
+		if _, err := apps.Update(ctx, out, metav1.UpdateOptions{}); err != nil {
+			return fmt.Errorf("update StatefulSet %s: %w", out.Name, err)
+		}
+		if a.ApplyTemplate {
+			p.warnIgnored(s)
+		}
+	}
+	if a.DeletePod {
+		pod := p.pods[s.Name]
+		err := p.c.kube.CoreV1().Pods(g.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{
+			Preconditions: &metav1.Preconditions{UID: ptr.To(pod.UID)},
+		})
+		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+			return fmt.Errorf("delete pod %s: %w", pod.Name, err)
+		}
+		if err == nil {
+			p.c.recorder.Eventf(g, corev1.EventTypeNormal, EventSiteRolled,
+				"site %s: deleted pod %s so that it is recreated from pod template %s", s.Name, pod.Name, s.TemplateHash)
+		}
+	}
+	return nil
+}
+
+func (p *pass) warnIgnored(s *render.Site) {
+	if len(s.IgnoredOptions) > 0 {
+		p.c.recorder.Eventf(p.g, corev1.EventTypeWarning, EventMySQLConfOptionIgnored,
+			"site %s: %s ignored: the operator owns these options", s.Name, strings.Join(s.IgnoredOptions, ", "))
+	}
+}
+
+// ensureConfigMap creates the ConfigMap, or, when update is set, makes the
+// existing one match.
+func (p *pass) ensureConfigMap(ctx context.Context, desired *corev1.ConfigMap, update bool) error {
+	cms := p.c.kube.CoreV1().ConfigMaps(p.g.Namespace)
+	live, err := p.kube.Core().V1().ConfigMaps().Lister().ConfigMaps(p.g.Namespace).Get(desired.Name)
+	if apierrors.IsNotFound(err) {
+		if _, err := cms.Create(ctx, desired, metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("create ConfigMap %s: %w", desired.Name, err)
+		}
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if !metav1.IsControlledBy(live, p.g) {
+		p.invalid = append(p.invalid, fmt.Sprintf("ConfigMap %s exists and is not controlled by this group", live.Name))
+		return nil
+	}
+	if !update {
+		return nil
+	}
+	out := live.DeepCopy()
+	render.MergeMeta(&out.ObjectMeta, desired.ObjectMeta)
+	out.Data = desired.Data
+	out.BinaryData = nil
+	if equality.Semantic.DeepEqual(out, live) {
+		return nil
+	}
+	if _, err := cms.Update(ctx, out, metav1.UpdateOptions{}); err != nil {
+		return fmt.Errorf("update ConfigMap %s: %w", out.Name, err)
+	}
+	return nil
+}
+
+func (p *pass) updatingCondition(plan Rollout) {
+	if held := plan.Held(); held != "" {
+		msg := fmt.Sprintf("site %s is the active site: under OrderedUpdate its new pod template is applied only after the primary role is handed to an updated standby, which this operator does not do yet; fail over, or use updateStrategy Recreate, to roll it", held)
+		if p.changed(v1alpha1.ConditionUpdating, metav1.ConditionTrue, ReasonActiveSiteUpdateHeld, msg) {
+			p.c.recorder.Event(p.g, corev1.EventTypeNormal, EventSiteUpdateHeld, msg)
+		}
+		p.setCondition(v1alpha1.ConditionUpdating, metav1.ConditionTrue, ReasonActiveSiteUpdateHeld, msg)
+		return
+	}
+	if out := plan.Outdated(); len(out) > 0 {
+		msg := "rolling onto the new pod template: " + strings.Join(out, ", ")
+		for _, s := range plan.Sites {
+			if s.Waiting {
+				msg += fmt.Sprintf("; %s waits for %s to be Ready", s.Name, s.WaitingFor)
+			}
+		}
+		p.setCondition(v1alpha1.ConditionUpdating, metav1.ConditionTrue, ReasonRolling, msg)
+		return
+	}
+	p.setCondition(v1alpha1.ConditionUpdating, metav1.ConditionFalse, ReasonUpToDate, "every site runs the current pod template")
+}
+
+// services creates or updates the group's Services, keeping what Kubernetes
+// allocated (see render.MergeService).
+func (p *pass) services(ctx context.Context) {
+	desired, err := render.Services(p.g)
+	if err != nil {
+		p.invalid = append(p.invalid, err.Error())
+		return
+	}
+	api := p.c.kube.CoreV1().Services(p.g.Namespace)
+	lister := p.kube.Core().V1().Services().Lister().Services(p.g.Namespace)
+	for _, d := range desired {
+		live, err := lister.Get(d.Name)
+		switch {
+		case apierrors.IsNotFound(err):
+			if _, err := api.Create(ctx, render.NewService(d), metav1.CreateOptions{}); err != nil {
+				p.fail(fmt.Errorf("create Service %s: %w", d.Name, err))
+			}
+			continue
+		case err != nil:
+			p.fail(err)
+			continue
+		case !metav1.IsControlledBy(live, p.g):
+			p.invalid = append(p.invalid, fmt.Sprintf("Service %s exists and is not controlled by this group", d.Name))
+			continue
+		}
+		if out, changed := render.MergeService(d, live); changed {
+			if _, err := api.Update(ctx, out, metav1.UpdateOptions{}); err != nil {
+				p.fail(fmt.Errorf("update Service %s: %w", d.Name, err))
+			}
+		}
+	}
+}
+
+// activeLabels keeps LabelActive on each site's pod true to
+// status.activeSite; the primary and replicas Services select on it.
+func (p *pass) activeLabels(ctx context.Context) {
+	for site, pod := range p.pods {
+		want := "false"
+		if site == p.g.Status.ActiveSite {
+			want = "true"
+		}
+		if pod.Labels[render.LabelActive] == want || pod.DeletionTimestamp != nil {
+			continue
+		}
+		patch := fmt.Sprintf(`{"metadata":{"labels":{%q:%q}}}`, render.LabelActive, want)
+		_, err := p.c.kube.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			p.fail(fmt.Errorf("label pod %s %s=%s: %w", pod.Name, render.LabelActive, want, err))
+		}
+	}
+}
