@@ -80,7 +80,7 @@ func restConfig(kubeconfig string) (*rest.Config, error) {
 
 // New prepares a process: everything that can fail on bad configuration
 // fails here, before any listener serves or any election starts.
-func New(cfg Config, log *slog.Logger) (p *Process, err error) {
+func New(cfg Config, log *slog.Logger) (_ *Process, err error) {
 	rc, err := restConfig(cfg.Kubeconfig)
 	if err != nil {
 		return nil, err
@@ -94,7 +94,7 @@ func New(cfg Config, log *slog.Logger) (p *Process, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("shipstream client: %w", err)
 	}
-	p = &Process{
+	p := &Process{
 		Config: cfg, Log: log, Kube: kube, Shipstream: ship,
 		Informers:    newInformers(kube, ship, cfg.Namespaces),
 		Metrics:      metrics.NewRegistry(),
