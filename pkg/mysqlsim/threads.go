@@ -202,7 +202,7 @@ func (s *Server) receiverFailed(ch *channel, stop chan struct{}, errno int, msg 
 
 // receiveFrom runs one connection to the source until it fails or stops.
 func (s *Server) receiveFrom(ctx context.Context, ch *channel, stop chan struct{}, rc receiverConfig) error {
-	db := s.openPeer(rc.addr, rc.user, rc.password, rc.ssl, rc.verify, 5*time.Second)
+	db := s.openPeer(rc.addr, rc.user, rc.password, rc.ssl, rc.verify, 2*time.Second)
 	defer db.Close()
 	var uuid string
 	var id uint64
