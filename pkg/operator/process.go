@@ -11,6 +11,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -22,6 +23,7 @@ import (
 	"github.com/shipstream/bloodraven/pkg/devaddr"
 	"github.com/shipstream/bloodraven/pkg/events"
 	"github.com/shipstream/bloodraven/pkg/metrics"
+	"github.com/shipstream/bloodraven/pkg/protocol"
 )
 
 // Controller is anything the leader runs: Run blocks until ctx ends.
@@ -37,9 +39,11 @@ type Process struct {
 	Log        *slog.Logger
 	Kube       kubernetes.Interface
 	Shipstream versioned.Interface
-	Informers  *Informers
-	Metrics    *metrics.Registry
-	Recorder   record.EventRecorder
+	// Dynamic reaches kinds without a typed client (external-dns DNSEndpoints).
+	Dynamic   dynamic.Interface
+	Informers *Informers
+	Metrics   *metrics.Registry
+	Recorder  record.EventRecorder
 	// Resolver addresses sites: the internal Services, or the development map.
 	Resolver devaddr.Resolver
 	// AuxiliaryMux serves the plain-HTTP auxiliary listener (sidecar-facing routes).
@@ -94,11 +98,15 @@ func New(cfg Config, log *slog.Logger) (_ *Process, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("shipstream client: %w", err)
 	}
+	dyn, err := dynamic.NewForConfig(rc)
+	if err != nil {
+		return nil, fmt.Errorf("dynamic client: %w", err)
+	}
 	p := &Process{
-		Config: cfg, Log: log, Kube: kube, Shipstream: ship,
+		Config: cfg, Log: log, Kube: kube, Shipstream: ship, Dynamic: dyn,
 		Informers:    newInformers(kube, ship, cfg.Namespaces),
 		Metrics:      metrics.NewRegistry(),
-		Resolver:     devaddr.Cluster{},
+		Resolver:     devaddr.Cluster{SidecarPort: protocol.SidecarPort},
 		AuxiliaryMux: http.NewServeMux(),
 		TLSMux:       http.NewServeMux(),
 		Exit:         os.Exit,
