@@ -5,6 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -31,7 +32,7 @@ func TestBinaryServesAndStopsOnSIGTERM(t *testing.T) {
 	}
 	const uuid = "11111111-2222-4333-8444-555555555555"
 	cmd := exec.Command(bin, "-listen", "127.0.0.1:0", "-name", "iad", "-server-id", "7", "-server-uuid", uuid,
-		"-users-file", usersFile, "-super-read-only")
+		"-users-file", usersFile, "-super-read-only", "-control-addr", "127.0.0.1:0")
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -46,13 +47,19 @@ func TestBinaryServesAndStopsOnSIGTERM(t *testing.T) {
 			<-exited
 		}
 	})
-	addrCh := make(chan string, 1)
+	addrCh, controlCh := make(chan string, 1), make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(stderr)
 		for sc.Scan() {
 			var rec map[string]any
-			if json.Unmarshal(sc.Bytes(), &rec) == nil && rec["msg"] == "listening" {
+			if json.Unmarshal(sc.Bytes(), &rec) != nil {
+				continue
+			}
+			switch rec["msg"] {
+			case "listening":
 				addrCh <- rec["addr"].(string)
+			case "control API listening":
+				controlCh <- rec["controlAddr"].(string)
 			}
 		}
 		exited <- cmd.Wait()
@@ -77,6 +84,22 @@ func TestBinaryServesAndStopsOnSIGTERM(t *testing.T) {
 	}
 	if gotUUID != uuid || id != 7 || sro != 1 {
 		t.Fatalf("got uuid=%s id=%d super_read_only=%d", gotUUID, id, sro)
+	}
+	control := <-controlCh
+	resp, err := http.Post("http://"+control+"/errant?count=2", "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("control API: %s", resp.Status)
+	}
+	var executed string
+	if err := db.QueryRowContext(ctx, "SELECT @@GLOBAL.gtid_executed").Scan(&executed); err != nil {
+		t.Fatal(err)
+	}
+	if executed != uuid+":1-2" {
+		t.Fatalf("gtid_executed after injecting 2 errant transactions = %q", executed)
 	}
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)

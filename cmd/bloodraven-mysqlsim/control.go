@@ -1,0 +1,41 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/shipstream/bloodraven/pkg/mysqlsim"
+)
+
+// startControl serves the fault-injection API on a loopback address and
+// returns a function that stops it.
+func startControl(addr string, srv *mysqlsim.Server, log *slog.Logger) (func(), error) {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, fmt.Errorf("-control-addr %q: %w", addr, err)
+	}
+	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return nil, fmt.Errorf("-control-addr %q: must be a loopback address", addr)
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("-control-addr: %w", err)
+	}
+	hs := &http.Server{Handler: mysqlsim.ControlHandler(srv), ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("control API stopped", "err", err.Error())
+		}
+	}()
+	log.Info("control API listening", "controlAddr", ln.Addr().String())
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = hs.Shutdown(ctx)
+	}, nil
+}
