@@ -58,7 +58,7 @@ func (o Options) DriverConfig() (*mysqldriver.Config, error) {
 		return nil, errors.New("mysql options: User is empty")
 	}
 	o = o.withDefaults()
-	if o.ReadTimeout < o.MaxWait+readTimeoutMargin {
+	if o.MaxWait > 0 && o.ReadTimeout < o.MaxWait+readTimeoutMargin {
 		return nil, fmt.Errorf("mysql options: ReadTimeout %s must exceed MaxWait %s by at least %s", o.ReadTimeout, o.MaxWait, readTimeoutMargin)
 	}
 	cfg := mysqldriver.NewConfig()
@@ -120,5 +120,17 @@ func Open(o Options) (*Client, error) {
 	db.SetConnMaxIdleTime(time.Minute)
 	db.SetMaxOpenConns(4)
 	o = o.withDefaults()
-	return &Client{db: db, timeout: o.StatementTimeout, maxWait: o.ReadTimeout - readTimeoutMargin, addr: o.Addr}, nil
+	return &Client{db: db, timeout: o.StatementTimeout, maxWait: o.maxWait(), addr: o.Addr}, nil
+}
+
+// maxWait is the longest WAIT_FOR_EXECUTED_GTID_SET timeout the read timeout
+// leaves room for.
+func (o Options) maxWait() time.Duration {
+	if o.MaxWait > 0 {
+		return o.MaxWait
+	}
+	if w := o.ReadTimeout - readTimeoutMargin; w > 0 {
+		return w
+	}
+	return 0
 }
