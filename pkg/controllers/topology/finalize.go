@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/shipstream/bloodraven/pkg/apis/shipstream/v1alpha1"
@@ -58,7 +59,11 @@ func (c *Controller) finalize(ctx context.Context, g *v1alpha1.MysqlFailoverGrou
 		}
 	}
 	out.Finalizers = kept
-	if _, err := c.ship.ShipstreamV1alpha1().MysqlFailoverGroups(g.Namespace).Update(ctx, out, metav1.UpdateOptions{}); err != nil {
+	_, err = c.ship.ShipstreamV1alpha1().MysqlFailoverGroups(g.Namespace).Update(ctx, out, metav1.UpdateOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil // a stale cache read: the finalizer was already removed and the group is gone
+	}
+	if err != nil {
 		return fmt.Errorf("remove finalizer %s: %w", render.Finalizer, err)
 	}
 	return nil
