@@ -75,7 +75,7 @@ func TestCrashAndRestart(t *testing.T) {
 
 func TestFreeze(t *testing.T) {
 	srv := simtest.Start(t, mysqlsim.Config{})
-	db := openAs(t, srv, "probe", 300*time.Millisecond)
+	db := openAs(t, srv, "probe", time.Second)
 	if err := db.PingContext(ctx(t)); err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +87,7 @@ func TestFreeze(t *testing.T) {
 		t.Fatal("a frozen server answered")
 	}
 	// a new connection is accepted but never greeted
-	fresh := openAs(t, srv, "probe2", 300*time.Millisecond)
+	fresh := openAs(t, srv, "probe2", time.Second)
 	if err := fresh.PingContext(ctx(t)); err == nil {
 		t.Fatal("a frozen server completed a handshake")
 	}
@@ -110,8 +110,8 @@ func TestPartitionClientAndPeers(t *testing.T) {
 	src := simtest.Start(t, mysqlsim.Config{Name: "iad"})
 	rep := simtest.Start(t, mysqlsim.Config{Name: "dfw"})
 	replicate(t, rep, src, "")
-	operator := openAs(t, src, "bloodraven-operator", 300*time.Millisecond)
-	other := openAs(t, src, "bloodraven-sidecar", 300*time.Millisecond)
+	operator := openAs(t, src, "bloodraven-operator", time.Second)
+	other := openAs(t, src, "bloodraven-sidecar", time.Second)
 	if err := operator.PingContext(ctx(t)); err != nil {
 		t.Fatal(err)
 	}

@@ -264,3 +264,31 @@ func TestClone(t *testing.T) {
 		t.Fatalf("unreachable donor: %v, want 3862 carrying 2003", err)
 	}
 }
+
+// TestReceiverConnectErrors: an unreachable source gives 2003 and a wrong
+// password 1045 in Last_IO_Errno, with the receiver retrying (Connecting).
+func TestReceiverConnectErrors(t *testing.T) {
+	rep := simtest.Start(t, mysqlsim.Config{})
+	db := adminDB(t, rep)
+	ln, _ := net.Listen("tcp", "127.0.0.1:0")
+	h, p, _ := net.SplitHostPort(ln.Addr().String())
+	ln.Close()
+	mustExec(t, db, fmt.Sprintf("CHANGE REPLICATION SOURCE TO SOURCE_HOST = '%s', SOURCE_PORT = %s, SOURCE_USER = 'repl', SOURCE_PASSWORD = 'x', SOURCE_AUTO_POSITION = 1, SOURCE_CONNECT_RETRY = 1", h, p))
+	mustExec(t, db, "START REPLICA")
+	eventually(t, 10*time.Second, "2003", func() (bool, string) {
+		st := replicaStatus(t, db)
+		return st.get("Last_IO_Errno") == "2003" && st.get("Replica_IO_Running") == "Connecting", st.get("Last_IO_Errno") + " " + st.get("Last_IO_Error")
+	})
+	mustExec(t, db, "STOP REPLICA")
+	src := simtest.Start(t, mysqlsim.Config{})
+	sh, sp := hostPort(t, src)
+	mustExec(t, db, fmt.Sprintf("CHANGE REPLICATION SOURCE TO SOURCE_HOST = '%s', SOURCE_PORT = %s, SOURCE_USER = 'repl', SOURCE_PASSWORD = 'wrong'", sh, sp))
+	mustExec(t, db, "START REPLICA")
+	eventually(t, 10*time.Second, "1045", func() (bool, string) {
+		st := replicaStatus(t, db)
+		return st.get("Last_IO_Errno") == "1045", st.get("Last_IO_Errno") + " " + st.get("Last_IO_Error")
+	})
+	if _, err := db.ExecContext(ctx(t), "CHANGE REPLICATION SOURCE TO SOURCE_PASSWORD = 'x'"); myErrNo(err) != 3021 {
+		t.Fatalf("changing the source with the receiver running: %v, want 3021", err)
+	}
+}

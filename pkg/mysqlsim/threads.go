@@ -178,6 +178,10 @@ func connectErrno(err error) (int, string) {
 	if errors.As(err, &me) {
 		return int(me.Number), me.Message
 	}
+	var oe *net.OpError
+	if errors.As(err, &oe) && oe.Op == "dial" {
+		return CrConnHostError, "Can't connect to MySQL server: " + err.Error()
+	}
 	var ne net.Error
 	if errors.As(err, &ne) || errors.Is(err, driver.ErrInvalidConn) {
 		return 2013, "Lost connection to MySQL server during query: " + err.Error()
