@@ -21,7 +21,7 @@ func (s *Server) exec(sess *session, sql string, binaryProto bool) (*gomysql.Res
 		return nil, err
 	}
 	s.mu.Lock()
-	sess.command, sess.info, sess.state, sess.since = "Query", sql, "executing", time.Now()
+	sess.command, sess.info, sess.state, sess.since = "Query", redactSecrets(sql, toks), "executing", time.Now()
 	sess.queryKil = make(chan struct{})
 	s.mu.Unlock()
 	defer func() {
@@ -154,4 +154,30 @@ func (s *Server) execKill(sess *session, c *cursor) error {
 		return myErr(ErQueryInterrupted, "Query execution was interrupted")
 	}
 	return nil
+}
+
+// redactSecrets hides passwords in statement text shown in the processlist,
+// as MySQL rewrites them (SOURCE_PASSWORD = <secret>, IDENTIFIED BY <secret>).
+func redactSecrets(sql string, toks []token) string {
+	var sb strings.Builder
+	last := 0
+	for i, t := range toks {
+		if t.kind != tString || i < 2 {
+			continue
+		}
+		prev, prev2 := toks[i-1], toks[i-2]
+		secret := prev.isPunct("=") && prev2.kind == tIdent && strings.HasSuffix(strings.ToUpper(prev2.text), "PASSWORD") ||
+			prev.isKw("BY") && prev2.isKw("IDENTIFIED")
+		if !secret {
+			continue
+		}
+		sb.WriteString(sql[last:t.pos])
+		sb.WriteString("<secret>")
+		last = t.end
+	}
+	if last == 0 {
+		return sql
+	}
+	sb.WriteString(sql[last:])
+	return sb.String()
 }

@@ -25,21 +25,27 @@ type faults struct {
 // reports true when the connection should be dropped.
 func (s *Server) frozenOrRefused(conn net.Conn) bool {
 	s.mu.Lock()
-	thawed := s.faults.frozen
+	thawed, stopped := s.faults.frozen, s.stopped
 	s.mu.Unlock()
 	if thawed == nil {
 		return false
 	}
-	closed := make(chan struct{})
-	go func() { // notice the client giving up
+	gone := make(chan struct{})
+	go func() { // notice the client giving up; clients send nothing before the greeting
 		buf := make([]byte, 1)
 		_, _ = conn.Read(buf)
-		close(closed)
+		close(gone)
 	}()
 	select {
 	case <-thawed:
+		// unblock the watcher without consuming anything, then serve normally
+		_ = conn.SetReadDeadline(time.Now())
+		<-gone
+		_ = conn.SetReadDeadline(time.Time{})
 		return false
-	case <-closed:
+	case <-gone:
+		return true
+	case <-stopped:
 		return true
 	}
 }

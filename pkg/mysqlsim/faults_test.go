@@ -2,6 +2,7 @@ package mysqlsim_test
 
 import (
 	"database/sql"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -92,11 +93,40 @@ func TestFreeze(t *testing.T) {
 		t.Fatal("a frozen server completed a handshake")
 	}
 	t.Logf("frozen server noticed after %s", time.Since(start).Round(time.Millisecond))
+	// a connection attempt pending during the freeze completes after thaw
+	patient := openAs(t, srv, "patient", 10*time.Second)
+	pending := make(chan error, 1)
+	go func() { pending <- patient.PingContext(ctx(t)) }()
+	time.Sleep(100 * time.Millisecond)
 	srv.Thaw()
+	if err := <-pending; err != nil {
+		t.Fatalf("connection held during the freeze: %v", err)
+	}
 	eventually(t, 5*time.Second, "answers after thaw", func() (bool, string) {
 		err := db.QueryRowContext(ctx(t), "SELECT 1").Scan(&one)
 		return err == nil, errString(err)
 	})
+}
+
+// TestCloseWhileFrozen: Close returns even with connections held by a freeze.
+func TestCloseWhileFrozen(t *testing.T) {
+	srv := simtest.Start(t, mysqlsim.Config{})
+	srv.Freeze()
+	conn, err := net.Dial("tcp", srv.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	held := openAs(t, srv, "held", 10*time.Second)
+	go func() { _ = held.PingContext(ctx(t)) }()
+	time.Sleep(100 * time.Millisecond)
+	done := make(chan struct{})
+	go func() { srv.Close(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Close hung on connections held by a freeze")
+	}
 }
 
 func errString(err error) string {

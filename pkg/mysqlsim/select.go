@@ -2,6 +2,7 @@ package mysqlsim
 
 import (
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -391,9 +392,14 @@ var processlistColumns = []column{
 // PROCESS privilege, otherwise only its own user's (as MySQL does).
 func (s *Server) processlistRowsLocked(sess *session) [][]any {
 	var rows [][]any
-	for id := uint64(1); id <= s.nextConnID; id++ {
-		o, ok := s.sessions[id]
-		if !ok || o.command == "Connect" && o.user.Name == "" {
+	ids := make([]uint64, 0, len(s.sessions))
+	for id := range s.sessions {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		o := s.sessions[id]
+		if o.command == "Connect" && o.user.Name == "" {
 			continue
 		}
 		if !sess.isAdmin() && o.user.Name != sess.user.Name {

@@ -91,6 +91,7 @@ type Server struct {
 	sessions   map[uint64]*session
 	nextConnID uint64
 	changed    chan struct{} // closed and replaced on every state change
+	stopped    chan struct{} // closed when the server stops (crash, close)
 	ln         net.Listener
 	addr       string
 	running    bool
@@ -187,6 +188,7 @@ func (s *Server) Start() error {
 		return fmt.Errorf("mysqlsim %s: listen %s: %w", s.cfg.Name, addr, err)
 	}
 	s.ln, s.addr, s.running = ln, ln.Addr().String(), true
+	s.stopped = make(chan struct{})
 	s.wg.Add(1)
 	go s.acceptLoop(ln)
 	s.startReplicationLocked()
@@ -225,6 +227,7 @@ func (s *Server) stopLocked() {
 	}
 	s.running = false
 	s.ln.Close()
+	close(s.stopped)
 	for _, sess := range s.sessions {
 		sess.kill()
 	}
