@@ -42,6 +42,15 @@ func client(t *testing.T, srv *mysqlsim.Server, user, pass string, tc *tls.Confi
 	return c
 }
 
+func benchClient(b testing.TB, srv *mysqlsim.Server, interpolate bool) *mysql.Client {
+	c, err := mysql.Open(mysql.Options{Addr: srv.Addr(), User: simtest.AdminUser, Password: simtest.AdminPass, Interpolate: interpolate, MaxWait: 5 * time.Second})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { c.Close() })
+	return c
+}
+
 func bg(t *testing.T) context.Context {
 	c, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	t.Cleanup(cancel)

@@ -12,7 +12,9 @@ import (
 	"github.com/shipstream/bloodraven/pkg/mysqlsim/simtest"
 )
 
-func sourceOf(t *testing.T, s *mysqlsim.Server) mysql.Source {
+func sourceOf(t *testing.T, s *mysqlsim.Server) mysql.Source { return sourceOfB(t, s) }
+
+func sourceOfB(t testing.TB, s *mysqlsim.Server) mysql.Source {
 	h, p, err := net.SplitHostPort(s.Addr())
 	if err != nil {
 		t.Fatal(err)
