@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shipstream/bloodraven/pkg/devaddr"
 	"github.com/shipstream/bloodraven/pkg/gtid"
 	"github.com/shipstream/bloodraven/pkg/mysqlsim"
 	"github.com/shipstream/bloodraven/pkg/mysqlsim/simtest"
@@ -290,5 +291,31 @@ func TestReceiverConnectErrors(t *testing.T) {
 	})
 	if _, err := db.ExecContext(ctx(t), "CHANGE REPLICATION SOURCE TO SOURCE_PASSWORD = 'x'"); myErrNo(err) != 3021 {
 		t.Fatalf("changing the source with the receiver running: %v, want 3021", err)
+	}
+}
+
+// TestSourceHostResolvedThroughSiteMap: a replica given a site's internal
+// Service name as SOURCE_HOST reaches the simulated source through the
+// development site-address map.
+func TestSourceHostResolvedThroughSiteMap(t *testing.T) {
+	src := simtest.Start(t, mysqlsim.Config{})
+	key := devaddr.SiteKey{Namespace: "shop", Group: "orders", Site: "iad"}
+	m, err := devaddr.New(devaddr.Entry{Site: key, MySQL: src.Addr()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := simtest.Start(t, mysqlsim.Config{ResolveSource: m.ResolveMySQL})
+	db := adminDB(t, rep)
+	mustExec(t, db, fmt.Sprintf("CHANGE REPLICATION SOURCE TO SOURCE_HOST = '%s', SOURCE_PORT = 3306, SOURCE_USER = 'repl', "+
+		"SOURCE_PASSWORD = '%s', SOURCE_AUTO_POSITION = 1, SOURCE_CONNECT_RETRY = 1", key.InternalServiceFQDN(), simtest.ReplPass))
+	mustExec(t, db, "START REPLICA")
+	writeRows(t, adminDB(t, src), 1)
+	eventually(t, 10*time.Second, "replicating through the mapped name", func() (bool, string) {
+		st := replicaStatus(t, db)
+		return st.get("Source_UUID") == src.ServerUUID() && src.Snapshot().Executed.IsSubsetOf(rep.Snapshot().Executed),
+			st.get("Source_Host") + " " + st.get("Last_IO_Error")
+	})
+	if st := replicaStatus(t, db); st.get("Source_Host") != key.InternalServiceFQDN() {
+		t.Fatalf("Source_Host = %q, want the name as given", st.get("Source_Host"))
 	}
 }
