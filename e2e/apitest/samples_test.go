@@ -113,7 +113,6 @@ func TestDefaults(t *testing.T) {
 		set("spec.backup", `{profiles: [{name: p, storage: {type: S3, s3: {bucket: bkt, prefix: x}}, encryption: {passphraseSecretKeyRef: {name: pp}}}], maxLagSecondsForSource: 0, backoffLimit: 0}`),
 		set("spec.encryptionAtRest", "{enabled: true}"),
 		set("spec.tls", "{secretName: tls}"),
-		set("spec.sidecar", "{}"),
 	)
 	if _, err := create(t, dc, ns, g); err != nil {
 		t.Fatal(err)

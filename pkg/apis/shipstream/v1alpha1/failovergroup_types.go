@@ -155,6 +155,7 @@ type MysqlFailoverGroupSpec struct {
 
 	// sidecar configures the Bloodraven sidecar container of every MySQL pod.
 	// +optional
+	// +kubebuilder:default={}
 	Sidecar *SidecarSpec `json:"sidecar,omitempty"`
 
 	// terminationGracePeriodSeconds is the grace period of MySQL pods.
@@ -469,7 +470,7 @@ type SplitBrainPolicySpec struct {
 }
 
 // SidecarSpec configures the Bloodraven sidecar of every MySQL pod.
-// +kubebuilder:validation:XValidation:rule="duration(self.peerCheckInterval) < duration(self.leaseTimeout)",message="spec.sidecar.peerCheckInterval must be shorter than spec.sidecar.leaseTimeout"
+// +kubebuilder:validation:XValidation:rule="!has(self.peerCheckInterval) || !has(self.leaseTimeout) || duration(self.peerCheckInterval) < duration(self.leaseTimeout)",message="spec.sidecar.peerCheckInterval must be shorter than spec.sidecar.leaseTimeout"
 type SidecarSpec struct {
 	// image of the sidecar. Leave it unset to run the sidecar image that the
 	// operator release ships with; a pin should match the operator's release.
