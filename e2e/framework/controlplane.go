@@ -64,7 +64,7 @@ type ControlPlane struct {
 const dirPrefix = "bloodraven-cp-"
 
 // Start brings up a control plane. On error everything it started is stopped.
-func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
+func Start(ctx context.Context, opts Options) (*ControlPlane, error) {
 	removeStaleDirs()
 	bin := BinDir()
 	for _, b := range requiredBinaries(opts) {
@@ -76,28 +76,33 @@ func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
 	if err != nil {
 		return nil, err
 	}
-	cp = &ControlPlane{Dir: dir}
-	defer func() {
-		if err != nil {
-			cp.Stop()
-			cp = nil
-		}
-	}()
+	cp := &ControlPlane{Dir: dir}
+	if err := cp.bringUp(ctx, opts); err != nil {
+		cp.Stop()
+		return nil, err
+	}
+	return cp, nil
+}
+
+// bringUp starts the processes and installs the CRDs; on error the caller
+// stops whatever was started.
+func (cp *ControlPlane) bringUp(ctx context.Context, opts Options) error {
+	dir := cp.Dir
 
 	certs, err := writePKI(dir)
 	if err != nil {
-		return nil, fmt.Errorf("write certificates: %w", err)
+		return fmt.Errorf("write certificates: %w", err)
 	}
 	etcdURL, err := cp.startEtcd(ctx)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if err := cp.startAPIServer(ctx, certs, etcdURL); err != nil {
-		return nil, err
+		return err
 	}
 	if opts.ControllerManager {
 		if err := cp.startControllerManager(certs); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	if opts.CRDDir != "" {
@@ -106,10 +111,10 @@ func Start(ctx context.Context, opts Options) (cp *ControlPlane, err error) {
 			crdDir = filepath.Join(RepoRoot(), crdDir)
 		}
 		if err := cp.InstallCRDs(ctx, crdDir); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	return cp, nil
+	return nil
 }
 
 func requiredBinaries(opts Options) []string {

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -120,3 +121,50 @@ func isZombie(pid int) bool {
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }
+
+// TestFailedStartStopsWhatItStarted makes Start fail after etcd and
+// kube-apiserver are up (a CRD directory without CRDs): the error must say
+// why, and nothing it started may be left running or on disk.
+func TestFailedStartStopsWhatItStarted(t *testing.T) {
+	requireBinaries(t)
+	before := childPIDs()
+	cp, err := Start(context.Background(), Options{CRDDir: t.TempDir()})
+	if err == nil {
+		cp.Stop()
+		t.Fatal("Start with an empty CRD directory succeeded")
+	}
+	if !strings.Contains(err.Error(), "no CustomResourceDefinition found") {
+		t.Fatalf("error = %v, want it to say no CRD was found", err)
+	}
+	for pid := range childPIDs() {
+		if !before[pid] {
+			t.Errorf("child process %d is still running after a failed Start", pid)
+		}
+	}
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), dirPrefix+strconv.Itoa(os.Getpid())+"-*"))
+	if len(dirs) > 0 {
+		t.Errorf("failed Start left %v behind", dirs)
+	}
+}
+
+// childPIDs lists the live (non-zombie) direct children of this process.
+func childPIDs() map[int]bool {
+	kids := map[int]bool{}
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		i := strings.LastIndexByte(string(data), ')')
+		fields := strings.Fields(string(data[i+1:]))
+		if len(fields) > 1 && fields[0] != "Z" && fields[1] == strconv.Itoa(os.Getpid()) {
+			kids[pid] = true
+		}
+	}
+	return kids
+}
