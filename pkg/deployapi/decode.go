@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -88,15 +89,15 @@ type RenewRequest struct {
 }
 
 type grantBody struct {
-	Kind        *string      `json:"kind"`
-	OperationID *string      `json:"operationId"`
-	Instance    *string      `json:"instance"`
-	TTLSeconds  *json.Number `json:"ttlSeconds"`
+	Kind        *string         `json:"kind"`
+	OperationID *string         `json:"operationId"`
+	Instance    *string         `json:"instance"`
+	TTLSeconds  json.RawMessage `json:"ttlSeconds"`
 }
 
 type renewBody struct {
-	Token      *string      `json:"token"`
-	TTLSeconds *json.Number `json:"ttlSeconds"`
+	Token      *string         `json:"token"`
+	TTLSeconds json.RawMessage `json:"ttlSeconds"`
 }
 
 // DecodeGrant decodes and validates a grant body.
@@ -164,15 +165,17 @@ func checkLeaseToken(field, t string) error {
 	return nil
 }
 
-func parseTTL(n *json.Number) (time.Duration, error) {
-	if n == nil {
+// parseTTL reads ttlSeconds from its raw JSON: absent or null means the
+// default; it must be a JSON number (not a string) holding a whole number.
+func parseTTL(raw json.RawMessage) (time.Duration, error) {
+	s := string(bytes.TrimSpace(raw))
+	if s == "" || s == "null" {
 		return DefaultTTLSeconds * time.Second, nil
 	}
-	s := n.String()
-	if strings.ContainsAny(s, ".eE") {
+	if !wholeNumber.MatchString(s) {
 		return 0, fieldErr("ttlSeconds", "must be a whole number of seconds")
 	}
-	v, err := n.Int64()
+	v, err := strconv.ParseInt(s, 10, 64)
 	if err != nil {
 		// A whole number too large for int64 is clamped like any large value.
 		if strings.HasPrefix(s, "-") {
@@ -183,12 +186,13 @@ func parseTTL(n *json.Number) (time.Duration, error) {
 	return ClampTTL(v), nil
 }
 
+var wholeNumber = regexp.MustCompile(`^-?(0|[1-9][0-9]*)$`)
+
 // decodeStrict decodes one JSON object, refusing unknown fields, wrong
 // types and trailing data with an error that names the field.
 func decodeStrict(body []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
-	dec.UseNumber()
 	if err := dec.Decode(v); err != nil {
 		return describeJSONError(err)
 	}
@@ -208,7 +212,11 @@ func describeJSONError(err error) error {
 		return fieldErr(field, "has the wrong JSON type (%s)", typeErr.Value)
 	}
 	if msg := err.Error(); strings.HasPrefix(msg, "json: unknown field ") {
-		return fieldErr(strings.Trim(strings.TrimPrefix(msg, "json: unknown field "), `"`), "is not a known field")
+		name := strings.Trim(strings.TrimPrefix(msg, "json: unknown field "), `"`)
+		if name == "" {
+			return fieldErr("body", "has a field with an empty name")
+		}
+		return fieldErr(name, "is not a known field")
 	}
 	if errors.Is(err, io.EOF) {
 		return fieldErr("body", "is empty; a JSON object is required")

@@ -45,6 +45,9 @@ func TestDecodeGrant(t *testing.T) {
 		{body: `{"kind":"migration","operationId":"` + op + `","instance":"a","token":"x"}`, errWant: "token"},
 		{body: `{"kind":"migration","operationId":"` + op + `","instance":"a"} {}`, errWant: "body"},
 		{body: ``, errWant: "body"},
+		{body: `{"kind":"migration","operationId":"` + op + `","instance":"a","ttlSeconds":"30"}`, errWant: "ttlSeconds"},
+		{body: `{"kind":"migration","operationId":"` + op + `","instance":"a","ttlSeconds":true}`, errWant: "ttlSeconds"},
+		{body: `{"":0}`, errWant: "body"},
 		{body: `[]`, errWant: "body"},
 	} {
 		got, err := DecodeGrant([]byte(tc.body))

@@ -200,8 +200,8 @@ func (e *env) group(ns, name string, gen int64) *v1.MysqlFailoverGroup {
 		Spec: v1.MysqlFailoverGroupSpec{
 			Image: "mysql:9.7",
 			Sites: []v1.SiteSpec{
-				{Name: "iad", Role: v1.SiteRolePrimaryCandidate, ServerID: 101, Zone: "us-east-1a", Storage: v1.StorageSpec{StorageClassName: "fast", Size: "10Gi"}},
-				{Name: "pdx", Role: v1.SiteRolePrimaryCandidate, ServerID: 102, Zone: "us-west-2a", Storage: v1.StorageSpec{StorageClassName: "fast", Size: "10Gi"}},
+				{Name: "iad", Role: v1.SiteRolePrimaryCandidate, ServerID: 101, Zone: "us-east-1a", LoadBalancerIP: "10.0.1.1", TaintNodeSelector: map[string]string{"site": "iad"}, Storage: v1.StorageSpec{StorageClassName: "fast", Size: "10Gi"}},
+				{Name: "pdx", Role: v1.SiteRolePrimaryCandidate, ServerID: 102, Zone: "us-west-2a", LoadBalancerIP: "10.0.2.1", TaintNodeSelector: map[string]string{"site": "pdx"}, Storage: v1.StorageSpec{StorageClassName: "fast", Size: "10Gi"}},
 			},
 			Credentials: v1.CredentialsSpec{OperatorSecretName: "ops"},
 			DNS:         v1.DNSSpec{Hostname: name + ".db.example.com"},
