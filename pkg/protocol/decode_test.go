@@ -1,0 +1,131 @@
+package protocol
+
+import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+)
+
+// A newer sidecar adds fields (top level and nested); an older operator must
+// still read everything it knows.
+func TestDecodeIgnoresUnknownFields(t *testing.T) {
+	body := `{
+	  "namespace": "shop", "group": "orders", "site": "iad",
+	  "sidecarVersion": "1.8.0",
+	  "capabilities": ["livez", "coverage=gtid-v1", "future-thing=v3"],
+	  "futureTopLevel": {"nested": [1, 2, 3]},
+	  "mysql": {
+	    "reachable": true, "role": "Source", "readOnly": false, "superReadOnly": false,
+	    "gtidExecuted": "3e11fa47-71ca-11e1-9e33-c80aa9429562:1-5",
+	    "binlogFormatOfTheFuture": "ROW",
+	    "replication": {"state": "NotReplicating", "newCounter": 7}
+	  }
+	}`
+	var s SiteStatus
+	if err := Decode(strings.NewReader(body), &s); err != nil {
+		t.Fatalf("Decode: %v", err)
+	}
+	if s.Site != "iad" || s.Group != "orders" || s.SidecarVersion != "1.8.0" {
+		t.Errorf("identity = %q/%q/%q", s.Group, s.Site, s.SidecarVersion)
+	}
+	if !s.HasCapability(CapabilityCoverageGTIDv1) || s.HasCapability(CapabilitySelfFenceV1) {
+		t.Errorf("capabilities = %v", s.Capabilities)
+	}
+	w, ok := s.MySQL.Writable()
+	if !ok || !w {
+		t.Errorf("Writable() = %v, %v; want true, true", w, ok)
+	}
+	if s.MySQL.GTIDExecuted != "3e11fa47-71ca-11e1-9e33-c80aa9429562:1-5" || s.MySQL.Replication.State != ReplicationNotReplicating {
+		t.Errorf("mysql = %+v", s.MySQL)
+	}
+}
+
+// An older sidecar omits fields: each must read as "not reported", never as
+// false or zero.
+func TestDecodeMissingFieldsAreNotReported(t *testing.T) {
+	var s SiteStatus
+	if err := Decode(strings.NewReader(`{"namespace":"shop","group":"orders","site":"iad","mysql":{"reachable":true}}`), &s); err != nil {
+		t.Fatal(err)
+	}
+	if w, ok := s.MySQL.Writable(); ok {
+		t.Errorf("Writable() without readOnly/superReadOnly = %v, ok=true; want not reported", w)
+	}
+	if s.Fencing != nil {
+		t.Errorf("fencing = %+v, want nil (not reported)", s.Fencing)
+	}
+	if s.MySQL.Replication != nil {
+		t.Errorf("replication = %+v, want nil (not reported)", s.MySQL.Replication)
+	}
+
+	// Seed 003: a missing storeReady from an older sidecar is "not
+	// reported", never an init failure.
+	var a ArchiverStatus
+	if err := Decode(strings.NewReader(`{"enabled":true,"lastScanAt":"2026-11-30T07:00:00Z"}`), &a); err != nil {
+		t.Fatal(err)
+	}
+	if a.StoreReady != nil || a.ConsecutiveFailedScans != nil {
+		t.Errorf("storeReady=%v consecutiveFailedScans=%v, want both nil", a.StoreReady, a.ConsecutiveFailedScans)
+	}
+	if a.LastScanAt == nil || !a.LastScanAt.Equal(time.Date(2026, 11, 30, 7, 0, 0, 0, time.UTC)) {
+		t.Errorf("lastScanAt = %v", a.LastScanAt)
+	}
+
+	// A peer answer without validForMillis confirms nothing.
+	var p PeerActiveSite
+	if err := Decode(strings.NewReader(`{"site":"dfw","activeSite":"iad","confirmed":true}`), &p); err != nil {
+		t.Fatal(err)
+	}
+	if d, ok := p.ConfirmsFor("iad"); ok {
+		t.Errorf("ConfirmsFor without validForMillis = %v, true; want no confirmation", d)
+	}
+}
+
+func TestDecodeRejectsTrailingDataAndOversizedBodies(t *testing.T) {
+	var a ActiveSite
+	if err := Decode(strings.NewReader(`{"activeSite":"iad"}{"activeSite":"dfw"}`), &a); err == nil || !strings.Contains(err.Error(), "trailing data") {
+		t.Errorf("concatenated documents: err = %v", err)
+	}
+	big := `{"activeSite":"` + strings.Repeat("x", MaxBodyBytes) + `"}`
+	if err := Decode(strings.NewReader(big), &a); err == nil {
+		t.Error("a body over MaxBodyBytes was accepted")
+	}
+}
+
+func TestActiveSiteConfirms(t *testing.T) {
+	cases := []struct {
+		a    ActiveSite
+		site string
+		want bool
+	}{
+		{ActiveSite{ActiveSite: "iad"}, "iad", true},
+		{ActiveSite{ActiveSite: "iad"}, "dfw", false},
+		{ActiveSite{ActiveSite: ""}, "", false},
+		{ActiveSite{ActiveSite: "iad", Transition: &TransitionNotice{TargetSite: "iad"}}, "iad", false},
+	}
+	for i, c := range cases {
+		if got := c.a.Confirms(c.site); got != c.want {
+			t.Errorf("case %d: Confirms(%q) = %v, want %v", i, c.site, got, c.want)
+		}
+	}
+}
+
+func TestDecodeResponseErrors(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		WriteError(w, http.StatusServiceUnavailable, ErrorNotLeader, "ask the leader")
+	}))
+	defer srv.Close()
+	resp, err := http.Get(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var a ActiveSite
+	err = DecodeResponse(resp, &a)
+	if !IsNotLeader(err) || !strings.Contains(err.Error(), "503") {
+		t.Errorf("err = %v, want a 503 not_leader error", err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+}
