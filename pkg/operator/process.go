@@ -61,6 +61,7 @@ type Process struct {
 	stopEvents  func()
 	eventsCtx   context.CancelFunc
 
+	health   *leaderelection.HealthzAdaptor
 	mu       sync.Mutex
 	ctrlDone chan struct{} // closed when the controllers started by startLeading returned
 }
@@ -112,6 +113,9 @@ func New(cfg Config, log *slog.Logger) (_ *Process, err error) {
 		Exit:         os.Exit,
 	}
 	metrics.RegisterClientGo(p.Metrics.Registry)
+	// /healthz fails while this process leads but has stopped renewing.
+	p.health = leaderelection.NewLeaderHealthzAdaptor(cfg.LeaderElection.RenewDeadline)
+	p.state.leaderHealth = p.health.Check
 	if cfg.DevSiteAddresses != "" {
 		m, err := devaddr.Load(cfg.DevSiteAddresses)
 		if err != nil {
@@ -269,8 +273,6 @@ func (p *Process) newElector(ctx context.Context) (*leaderelection.LeaderElector
 		Client:     p.Kube.CoordinationV1(),
 		LockConfig: resourcelock.ResourceLockConfig{Identity: le.Identity, EventRecorder: p.Recorder},
 	}
-	health := leaderelection.NewLeaderHealthzAdaptor(le.RenewDeadline)
-	p.state.leaderHealth = health.Check
 	return leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
 		Lock:            lock,
 		Name:            le.Name,
@@ -278,7 +280,7 @@ func (p *Process) newElector(ctx context.Context) (*leaderelection.LeaderElector
 		RenewDeadline:   le.RenewDeadline,
 		RetryPeriod:     le.RetryPeriod,
 		ReleaseOnCancel: true,
-		WatchDog:        health,
+		WatchDog:        p.health,
 		Callbacks: leaderelection.LeaderCallbacks{
 			OnStartedLeading: func(leaseCtx context.Context) { p.startLeading(ctx, leaseCtx) },
 			OnStoppedLeading: func() { p.stopLeading(ctx) },
@@ -291,13 +293,17 @@ func (p *Process) newElector(ctx context.Context) (*leaderelection.LeaderElector
 
 // startLeading runs the controllers for as long as the Lease is held.
 func (p *Process) startLeading(processCtx, leaseCtx context.Context) {
-	p.state.leading.Store(true)
-	p.Metrics.Leading.Set(1)
-	p.Log.Info("leading", "identity", p.Config.LeaderElection.Identity, "controllers", len(p.controllers))
 	// Controllers stop when the process shuts down or the Lease is lost.
 	ctx, cancel := context.WithCancel(processCtx)
 	context.AfterFunc(leaseCtx, cancel)
 	var wg sync.WaitGroup
+	done := make(chan struct{})
+	p.mu.Lock()
+	p.ctrlDone = done
+	p.mu.Unlock()
+	p.state.leading.Store(true)
+	p.Metrics.Leading.Set(1)
+	p.Log.Info("leading", "identity", p.Config.LeaderElection.Identity, "controllers", len(p.controllers))
 	for _, c := range p.controllers {
 		wg.Go(func() {
 			if err := c.Run(ctx, p.Config.Workers); err != nil && ctx.Err() == nil {
@@ -305,11 +311,7 @@ func (p *Process) startLeading(processCtx, leaseCtx context.Context) {
 			}
 		})
 	}
-	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
-	p.mu.Lock()
-	p.ctrlDone = done
-	p.mu.Unlock()
 }
 
 func (p *Process) stopLeading(processCtx context.Context) {
