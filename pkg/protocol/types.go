@@ -298,10 +298,10 @@ type LastFailover struct {
 // GroupSite is one site of a GroupStatus, with the CR's values (state
 // Writable, ReadOnly, Unreachable, Unknown).
 type GroupSite struct {
-	Name         string               `json:"name"`
-	Role         string               `json:"role,omitempty"`
-	State        string               `json:"state,omitempty"`
-	GTIDExecuted string               `json:"gtidExecuted,omitempty"`
+	Name         string                `json:"name"`
+	Role         string                `json:"role,omitempty"`
+	State        string                `json:"state,omitempty"`
+	GTIDExecuted string                `json:"gtidExecuted,omitempty"`
 	Replication  *GroupSiteReplication `json:"replication,omitempty"`
 }
 

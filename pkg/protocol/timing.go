@@ -1,0 +1,38 @@
+package protocol
+
+import "time"
+
+// Timing of the sidecar's self-fencing, shared so the operator computes the
+// same deadline the sidecar keeps (docs/sidecar.md derives it).
+
+// SelfFenceStatementTimeout bounds the sidecar's SET GLOBAL
+// super_read_only = ON.
+const SelfFenceStatementTimeout = 5 * time.Second
+
+// SelfFenceClockMargin covers clock-rate differences between the operator's
+// and the sidecars' hosts and scheduling delays; leases are measured with
+// monotonic clocks, whose rates differ by far less than this over a lease.
+const SelfFenceClockMargin = time.Second
+
+// SidecarRequestTimeout is how long a sidecar waits for the operator or a
+// peer in one round: half the peer check interval, at least 250ms and at
+// most 5s.
+func SidecarRequestTimeout(peerCheckInterval time.Duration) time.Duration {
+	d := peerCheckInterval / 2
+	if d < 250*time.Millisecond {
+		d = 250 * time.Millisecond
+	}
+	if d > 5*time.Second {
+		d = 5 * time.Second
+	}
+	return d
+}
+
+// SelfFenceBound is the longest time after the operator stops confirming a
+// site (its /active-site answers and pushes stop naming it) until that site's
+// sidecar has set super_read_only=ON, if the sidecar runs and its mysqld
+// answers. The operator waits this long before promoting another site while
+// the old one is unreachable (status.transition.sourceFenceDeadline).
+func SelfFenceBound(leaseTimeout, peerCheckInterval time.Duration) time.Duration {
+	return leaseTimeout + SidecarRequestTimeout(peerCheckInterval) + SelfFenceStatementTimeout + SelfFenceClockMargin
+}
