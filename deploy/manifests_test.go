@@ -110,10 +110,18 @@ func componentCombos(t *testing.T) map[string]string {
 	out := map[string]string{}
 	for name, comps := range combos {
 		dir := t.TempDir()
+		// kustomize refuses absolute roots; a relative path may leave the root.
+		rel := func(p string) string {
+			r, err := filepath.Rel(dir, repo(p))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return r
+		}
 		var b strings.Builder
-		b.WriteString("apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - " + repo("deploy/base") + "\ncomponents:\n")
+		b.WriteString("apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - " + rel("deploy/base") + "\ncomponents:\n")
 		for _, c := range comps {
-			b.WriteString("  - " + repo("deploy/components/"+c) + "\n")
+			b.WriteString("  - " + rel("deploy/components/"+c) + "\n")
 		}
 		if err := os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(b.String()), 0o600); err != nil {
 			t.Fatal(err)
