@@ -32,8 +32,8 @@ var (
 	// StmtObserve reads identity, role and GTID state in one round trip.
 	StmtObserve = Statement{
 		Name:    "observe",
-		SQL:     "SELECT @@GLOBAL.server_uuid, @@GLOBAL.server_id, @@GLOBAL.read_only, @@GLOBAL.super_read_only, @@GLOBAL.gtid_executed, @@GLOBAL.gtid_purged",
-		Purpose: "Observe a site: who it is, whether it is writable, what it has executed and purged.",
+		SQL:     "SELECT @@GLOBAL.server_uuid, @@GLOBAL.server_id, @@GLOBAL.read_only, @@GLOBAL.super_read_only, @@GLOBAL.gtid_executed, @@GLOBAL.gtid_purged, @@GLOBAL.version",
+		Purpose: "Observe a site: who it is, whether it is writable, what it has executed and purged, which MySQL release it runs.",
 	}
 	// StmtReplicaStatus reads the replication channel (no row on a primary).
 	StmtReplicaStatus = Statement{

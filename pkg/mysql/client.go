@@ -68,6 +68,9 @@ type Observation struct {
 	SuperReadOnly bool
 	GTIDExecuted  gtid.Set
 	GTIDPurged    gtid.Set
+	// Version is @@version (the sidecar reports it; ordered updates and
+	// version-skew checks compare it).
+	Version string
 }
 
 // Writable reports whether clients without special privileges may write.
@@ -81,7 +84,7 @@ func (c *Client) Observe(ctx context.Context) (Observation, error) {
 	var serverID uint64
 	var ro, sro int64
 	var executed, purged string
-	err := c.db.QueryRowContext(ctx, StmtObserve.SQL).Scan(&o.ServerUUID, &serverID, &ro, &sro, &executed, &purged)
+	err := c.db.QueryRowContext(ctx, StmtObserve.SQL).Scan(&o.ServerUUID, &serverID, &ro, &sro, &executed, &purged, &o.Version)
 	if err != nil {
 		return Observation{}, c.wrap(StmtObserve, err)
 	}
