@@ -1,0 +1,172 @@
+// Package topology is the topology manager's decision logic: a pure function
+// from what the operator observed of a failover group's sites (plus the
+// group's persisted status and the operator's in-memory clone bookkeeping) to
+// the status it should publish and the MySQL actions to take. It does no I/O
+// and reads no clock: Decide is tested with tables and randomized inputs,
+// and the safety invariants of design.md §4 live here:
+//
+//   - a site is made writable only if its GTID set contains the set of every
+//     other reachable site (and the last known set of every unreachable one);
+//     incomparable sets make nothing writable;
+//   - a clone never overwrites a site holding transactions the donor lacks;
+//   - a bootstrap records its intent (status.transition) before anything is
+//     fenced or promoted, and completes by bumping topologyGeneration in the
+//     same status write that clears the intent.
+package topology
+
+import (
+	"time"
+
+	"github.com/shipstream/bloodraven/pkg/apis/shipstream/v1alpha1"
+	"github.com/shipstream/bloodraven/pkg/gtid"
+	"github.com/shipstream/bloodraven/pkg/observe"
+)
+
+// SiteSpec is what the decision needs of spec.sites[].
+type SiteSpec struct {
+	Name string
+	Role v1alpha1.SiteRole
+}
+
+// Replica is a site's replication channel as SHOW REPLICA STATUS reports it.
+type Replica struct {
+	SourceHost string
+	SourcePort int
+	// IORunning is Replica_IO_Running: Yes, No or Connecting.
+	IORunning    string
+	SQLRunning   bool
+	LastIOErrno  int
+	LastIOError  string
+	LastSQLErrno int
+	LastSQLError string
+	// SecondsBehindSource is nil when MySQL reports NULL.
+	SecondsBehindSource *int64
+	// Retrieved is Retrieved_Gtid_Set: received, maybe not applied.
+	Retrieved gtid.Set
+}
+
+// Observed is one successful poll of a site.
+type Observed struct {
+	ServerUUID string
+	// Writable: read_only and super_read_only are both OFF.
+	Writable bool
+	Executed gtid.Set
+	Purged   gtid.Set
+	// Replica is nil when the site has no replication channel.
+	Replica *Replica
+	// At is when the poll completed.
+	At time.Time
+}
+
+// CloneState is the operator's in-memory record of clones into a site.
+type CloneState struct {
+	// Running: a CLONE INSTANCE into the site is in flight.
+	Running bool
+	Donor   string
+	Started time.Time
+	// FailedAt and Error describe the last failed clone; zero when the last
+	// clone succeeded or none ran in this process.
+	FailedAt time.Time
+	Error    string
+}
+
+// SiteInput is everything the operator knows of one site right now.
+type SiteInput struct {
+	Reach observe.Reachability
+	// Fresh: the latest poll succeeded (Last is current).
+	Fresh bool
+	// Last is the latest successful poll in this process; nil if none.
+	Last *Observed
+	// PollError is the latest poll's error, for messages.
+	PollError string
+	Clone     CloneState
+	// MutationError is the last failed repoint or replica start of the site,
+	// cleared by the next success.
+	MutationError string
+}
+
+// Input is one decision's input.
+type Input struct {
+	Now        time.Time
+	Namespace  string
+	Group      string
+	Generation int64
+	// Sites in spec order.
+	Sites []SiteSpec
+	// MaxLagSeconds is spec.replication.maxLagSeconds (explicit 0 kept).
+	MaxLagSeconds int64
+	// CloneRetryDelay is how long after a failed clone the next one may start.
+	CloneRetryDelay time.Duration
+	// StatusRefresh bounds how stale the fast-changing site fields
+	// (lastSeenTime, gtidExecuted, secondsBehindSource) may be in status
+	// before they are rewritten on their own; other changes rewrite them at once.
+	StatusRefresh time.Duration
+	// Status is the group's status as stored (the resourceVersion the
+	// decision's status write is conditioned on).
+	Status v1alpha1.MysqlFailoverGroupStatus
+	// Observed holds every site of Sites.
+	Observed map[string]SiteInput
+	// NewTransitionID names a transition this decision may record.
+	NewTransitionID string
+}
+
+// ActionKind is a MySQL mutation the executor performs.
+type ActionKind string
+
+const (
+	// Fence sets super_read_only=ON.
+	Fence ActionKind = "Fence"
+	// MakeWritable (optionally after STOP REPLICA and RESET REPLICA ALL)
+	// clears read_only. The executor runs it only if every Fence before it
+	// in the same decision succeeded.
+	MakeWritable ActionKind = "MakeWritable"
+	// Repoint changes the site's source to SourceHost:SourcePort with
+	// auto-position and starts replication.
+	Repoint ActionKind = "Repoint"
+	// StartReplica starts stopped replication threads.
+	StartReplica ActionKind = "StartReplica"
+	// Clone replaces the site's data with the donor's (CLONE INSTANCE). The
+	// executor re-checks, on fresh reads, that the site's set is still a
+	// subset of the donor's before sending it.
+	Clone ActionKind = "Clone"
+)
+
+// Action is one mutation.
+type Action struct {
+	Kind ActionKind
+	Site string
+	// SourceHost and SourcePort: the active site's internal Service, for
+	// Repoint (the replication source) and Clone (the donor address as the
+	// recipient resolves it).
+	SourceHost string
+	SourcePort int
+	// Donor is the donor site of a Clone.
+	Donor string
+	// ResetReplication: MakeWritable first stops and forgets the site's
+	// replication channel.
+	ResetReplication bool
+	// Why is a human-readable reason, for logs and Events.
+	Why string
+}
+
+// Event is a Kubernetes Event the decision asks for (recorded once, when the
+// condition it reports first appears).
+type Event struct {
+	Warning bool
+	Reason  string
+	Message string
+}
+
+// Decision is Decide's output.
+type Decision struct {
+	// Status is the status to publish (fields the topology manager does not
+	// own are copied from Input.Status).
+	Status v1alpha1.MysqlFailoverGroupStatus
+	// WriteFirst: Status records an intent or completes one (a transition,
+	// a topologyGeneration bump); it must be written, conditioned on the
+	// resourceVersion the input was read at, before any action runs, and the
+	// actions must not run if the write fails.
+	WriteFirst bool
+	Actions    []Action
+	Events     []Event
+}

@@ -1,0 +1,190 @@
+package topology
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"testing"
+
+	"github.com/shipstream/bloodraven/pkg/apis/shipstream/v1alpha1"
+	"github.com/shipstream/bloodraven/pkg/gtid"
+	"github.com/shipstream/bloodraven/pkg/observe"
+)
+
+// randomSet draws a small GTID set over the four sites' UUIDs.
+func randomSet(r *rand.Rand) gtid.Set {
+	var s gtid.Set
+	for _, u := range []string{uIAD, uPDX, uDR, uRD} {
+		if r.IntN(3) == 0 {
+			continue
+		}
+		start := int64(1 + r.IntN(3))
+		for n := start; n <= start+int64(r.IntN(4)); n++ {
+			s = s.Add(gtid.GTID{UUID: u, GNO: n})
+		}
+	}
+	return s
+}
+
+func randomInput(r *rand.Rand) Input {
+	obs := map[string]SiteInput{}
+	var status v1alpha1.MysqlFailoverGroupStatus
+	for _, s := range fourSites {
+		reach := []observe.Reachability{observe.Reachable, observe.Reachable, observe.Reachable, observe.Unreachable, observe.Suspect, observe.Unobserved}[r.IntN(6)]
+		si := SiteInput{Reach: reach}
+		if reach == observe.Reachable || r.IntN(2) == 0 {
+			o := &Observed{ServerUUID: uuids[s.Name], Writable: r.IntN(3) == 0, Executed: randomSet(r), At: t0}
+			if r.IntN(2) == 0 {
+				o.Purged = o.Executed.Intersect(randomSet(r))
+			}
+			if r.IntN(2) == 0 {
+				host := []string{iadHost, "orders-pdx-internal.shop.svc", "elsewhere"}[r.IntN(3)]
+				o.Replica = replicating(host)
+				if r.IntN(3) == 0 {
+					o.Replica.Retrieved = randomSet(r)
+				}
+			}
+			si.Last = o
+			si.Fresh = reach == observe.Reachable || (reach == observe.Unreachable && r.IntN(2) == 0)
+		}
+		if r.IntN(5) == 0 {
+			si.Clone = CloneState{Running: r.IntN(2) == 0, FailedAt: t0, Error: "x"}
+		}
+		obs[s.Name] = si
+		if r.IntN(2) == 0 {
+			status.Sites = append(status.Sites, v1alpha1.SiteStatus{Name: s.Name, GTIDExecuted: randomSet(r).OneLine()})
+		}
+	}
+	switch r.IntN(4) {
+	case 0:
+	case 1:
+		status.ActiveSite = []string{"iad", "pdx"}[r.IntN(2)]
+		status.TopologyGeneration = int64(1 + r.IntN(5))
+	case 2:
+		status = withTransition(status, []string{"iad", "pdx"}[r.IntN(2)])
+	case 3:
+		status.ActiveSite = "iad"
+		status.TopologyGeneration = 2
+		status.Transition = &v1alpha1.Transition{ID: "y", Kind: v1alpha1.TransitionAutomatic, TargetSite: "pdx", TopologyGeneration: 3}
+	}
+	return newInput(obs, status)
+}
+
+func withTransition(st v1alpha1.MysqlFailoverGroupStatus, target string) v1alpha1.MysqlFailoverGroupStatus {
+	b := bootstrapping(target, st.TopologyGeneration+1)
+	st.Transition = b.Transition
+	return st
+}
+
+// trusted returns the observation Decide may rely on, or nil.
+func trusted(in Input, site string) *Observed {
+	si := in.Observed[site]
+	if si.Reach == observe.Reachable && si.Fresh {
+		return si.Last
+	}
+	return nil
+}
+
+// TestDecideInvariants checks the safety rules on many random inputs: a
+// site is made writable only if no other trusted site holds transactions it
+// lacks (beyond divergence already on record), after every other writer was
+// fenced, once at most, and never in the decision that records the intent;
+// a clone never targets a site holding transactions the donor lacks;
+// topologyGeneration only moves by one, with the intent cleared in a
+// write-first status; Decide is deterministic.
+func TestDecideInvariants(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 11))
+	for i := range 5000 {
+		in := randomInput(r)
+		d := Decide(in)
+		fail := func(format string, args ...any) {
+			t.Helper()
+			t.Fatalf("case %d: %s\ninput status %+v\nobserved %s\nactions %v", i, fmt.Sprintf(format, args...), in.Status, dump(in), actions(d))
+		}
+		if !reflect.DeepEqual(d, Decide(in)) {
+			fail("Decide is not deterministic")
+		}
+		writable := 0
+		fenced := map[string]bool{}
+		for _, a := range d.Actions {
+			switch a.Kind {
+			case Fence:
+				fenced[a.Site] = true
+			case MakeWritable:
+				writable++
+				target := trusted(in, a.Site)
+				if target == nil {
+					fail("made untrusted site %s writable", a.Site)
+				}
+				if in.Status.Transition != nil && in.Status.Transition.Kind != v1alpha1.TransitionBootstrap {
+					fail("made %s writable during a %s transition", a.Site, in.Status.Transition.Kind)
+				}
+				if in.Status.Transition == nil && in.Status.ActiveSite != a.Site {
+					fail("made %s writable outside a bootstrap while %q is active", a.Site, in.Status.ActiveSite)
+				}
+				for _, s := range fourSites {
+					o := trusted(in, s.Name)
+					if s.Name == a.Site || o == nil {
+						continue
+					}
+					extra := Divergent(o.Executed, target.Executed, target.ServerUUID)
+					if in.Status.Transition != nil {
+						extra = o.Executed.Subtract(target.Executed) // a bootstrap target must hold everything
+					} else {
+						for _, p := range in.Status.Sites {
+							if p.Name == s.Name && p.DivergentGTID != "" {
+								extra = extra.Subtract(gtid.MustParse(p.DivergentGTID))
+							}
+						}
+					}
+					if !extra.IsEmpty() {
+						fail("made %s writable although %s holds %s it lacks", a.Site, s.Name, extra.OneLine())
+					}
+					if o.Writable && !fenced[s.Name] {
+						fail("made %s writable while %s is writable and not fenced first", a.Site, s.Name)
+					}
+				}
+			case Clone:
+				target, donor := trusted(in, a.Site), trusted(in, a.Donor)
+				if target == nil || donor == nil {
+					fail("clone between untrusted sites %s <- %s", a.Site, a.Donor)
+				}
+				if extra := Divergent(target.Executed, donor.Executed, donor.ServerUUID); !extra.IsEmpty() {
+					fail("clone over %s which holds %s the donor lacks", a.Site, extra.OneLine())
+				}
+				if in.Observed[a.Site].Clone.Running {
+					fail("second clone into %s", a.Site)
+				}
+			}
+		}
+		if writable > 1 {
+			fail("%d sites made writable", writable)
+		}
+		if in.Status.Transition == nil && d.Status.Transition != nil && writable > 0 {
+			fail("intent recorded and a site made writable in the same decision")
+		}
+		if d.Status.Transition != nil && in.Status.Transition == nil && !d.WriteFirst {
+			fail("intent not written first")
+		}
+		if g0, g1 := in.Status.TopologyGeneration, d.Status.TopologyGeneration; g1 != g0 {
+			if g1 != g0+1 || !d.WriteFirst || d.Status.Transition != nil || d.Status.ActiveSite == "" {
+				fail("generation %d -> %d (transition %+v)", g0, g1, d.Status.Transition)
+			}
+		}
+		if d.Status.ActiveSite != in.Status.ActiveSite && in.Status.ActiveSite != "" {
+			fail("active site changed from %s to %s without a failover", in.Status.ActiveSite, d.Status.ActiveSite)
+		}
+	}
+}
+
+func dump(in Input) string {
+	out := ""
+	for _, s := range fourSites {
+		si := in.Observed[s.Name]
+		out += fmt.Sprintf("\n  %s reach=%s fresh=%v", s.Name, si.Reach, si.Fresh)
+		if si.Last != nil {
+			out += fmt.Sprintf(" writable=%v executed=%s purged=%s", si.Last.Writable, si.Last.Executed.OneLine(), si.Last.Purged.OneLine())
+		}
+	}
+	return out
+}

@@ -1,0 +1,169 @@
+package topology
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/shipstream/bloodraven/pkg/apis/shipstream/v1alpha1"
+	"github.com/shipstream/bloodraven/pkg/devaddr"
+	"github.com/shipstream/bloodraven/pkg/gtid"
+)
+
+// ErrnoSourcePurged is Last_IO_Errno when the source purged binary logs the
+// replica still needs (the source's error 1236 as reported by MySQL 8.0+).
+const ErrnoSourcePurged = 13114
+
+// Divergent returns the transactions a follower executed that the active
+// site's executed set lacks. GTIDs of the active site's own server UUID are
+// never divergent: only the active site creates them, and a follower polled
+// a moment after the active site may already hold some the active site's
+// (earlier) poll did not show yet.
+func Divergent(follower, active gtid.Set, activeUUID string) gtid.Set {
+	extra := follower.Subtract(active)
+	if extra.IsEmpty() || activeUUID == "" {
+		return extra
+	}
+	var parts []string
+	for _, sid := range extra.SIDs() {
+		if sid.UUID != activeUUID {
+			continue
+		}
+		prefix := sid.UUID
+		if sid.Tag != "" {
+			prefix += ":" + sid.Tag
+		}
+		for _, iv := range extra.Intervals(sid) {
+			parts = append(parts, fmt.Sprintf("%s:%d-%d", prefix, iv.Start, iv.End))
+		}
+	}
+	own, err := gtid.Parse(strings.Join(parts, ","))
+	if err != nil {
+		return extra // cannot happen: the parts come from a valid set; keep the conservative answer
+	}
+	return extra.Subtract(own)
+}
+
+// NeedsClone reports whether a follower can no longer catch up from the
+// source's binary logs: some transaction it neither executed nor received
+// is already purged on the source.
+func NeedsClone(followerExecuted, followerRetrieved, sourceExecuted, sourcePurged gtid.Set) bool {
+	missing := sourceExecuted.Subtract(followerExecuted.Union(followerRetrieved))
+	return !missing.Intersect(sourcePurged).IsEmpty()
+}
+
+// CloneEligible reports whether a site may be overwritten by a clone of the
+// donor: only if it holds nothing the donor lacks (its set is empty or a
+// subset of the donor's). extra is what it holds that the donor lacks.
+func CloneEligible(site, donor gtid.Set) (ok bool, extra gtid.Set) {
+	extra = site.Subtract(donor)
+	return extra.IsEmpty(), extra
+}
+
+// Candidate is a site considered for the first active site.
+type Candidate struct {
+	Name string
+	Role v1alpha1.SiteRole
+	// Executed is the site's GTID set.
+	Executed gtid.Set
+	// Reachable: Executed is a current observation. Otherwise it is the last
+	// one known (from status) and the site cannot be chosen, but its set
+	// still has to be contained by the choice.
+	Reachable bool
+}
+
+// BootstrapVerdict is the outcome of ChooseBootstrapSite.
+type BootstrapVerdict struct {
+	// Site is the chosen first active site; empty when refused.
+	Site string
+	// Reason is empty when chosen, else a Degraded reason.
+	Reason string
+	// Message explains the choice or the refusal.
+	Message string
+}
+
+// ChooseBootstrapSite picks the first active site of a group: the first
+// reachable PrimaryCandidate (in spec order) whose GTID set contains every
+// other site's, reachable or not. When every known set is empty (a new
+// group) that is simply the first reachable PrimaryCandidate. When some sets
+// are incomparable nothing is chosen (IncomparableGTIDSets); when the sets
+// are comparable but no reachable PrimaryCandidate holds all of them
+// (a DisasterRecovery or reader site, or an unreachable site, is ahead)
+// nothing is chosen either (NoEligibleCandidate).
+func ChooseBootstrapSite(cands []Candidate) BootstrapVerdict {
+	var all gtid.Set
+	for _, c := range cands {
+		all = all.Union(c.Executed)
+	}
+	for _, c := range cands {
+		if c.Role == v1alpha1.SiteRolePrimaryCandidate && c.Reachable && all.IsSubsetOf(c.Executed) {
+			msg := fmt.Sprintf("site %s holds every transaction of every site (%d)", c.Name, all.Count())
+			if all.IsEmpty() {
+				msg = fmt.Sprintf("every site is empty: site %s is the first reachable PrimaryCandidate", c.Name)
+			}
+			return BootstrapVerdict{Site: c.Name, Message: msg}
+		}
+	}
+	if a, b, ok := incomparablePair(cands); ok {
+		return BootstrapVerdict{Reason: v1alpha1.ReasonIncomparableGTIDSets, Message: fmt.Sprintf(
+			"sites %s and %s each hold transactions the other lacks (%s has %s that %s lacks; %s has %s that %s lacks): no site is made writable until a human decides which data to keep",
+			a.Name, b.Name, a.Name, a.Executed.Subtract(b.Executed).OneLine(), b.Name, b.Name, b.Executed.Subtract(a.Executed).OneLine(), a.Name)}
+	}
+	var ahead []string
+	for _, c := range cands {
+		if all.IsSubsetOf(c.Executed) {
+			state := "reachable"
+			if !c.Reachable {
+				state = "unreachable"
+			}
+			ahead = append(ahead, fmt.Sprintf("%s (%s, %s)", c.Name, c.Role, state))
+		}
+	}
+	return BootstrapVerdict{Reason: ReasonNoEligibleCandidate, Message: fmt.Sprintf(
+		"no reachable PrimaryCandidate holds every transaction; only %s does: no site is made writable", strings.Join(ahead, ", "))}
+}
+
+func incomparablePair(cands []Candidate) (Candidate, Candidate, bool) {
+	for i := range cands {
+		for j := i + 1; j < len(cands); j++ {
+			if cands[i].Executed.Compare(cands[j].Executed) == gtid.Incomparable {
+				return cands[i], cands[j], true
+			}
+		}
+	}
+	return Candidate{}, Candidate{}, false
+}
+
+// SourceHost is the replication source every follower must use: the active
+// site's internal Service.
+func SourceHost(namespace, group, active string) string {
+	return devaddr.SiteKey{Namespace: namespace, Group: group, Site: active}.InternalServiceFQDN()
+}
+
+// SourcePort is mysqld's port behind an internal Service.
+const SourcePort = devaddr.MySQLPort
+
+// SameHost compares host names as a resolver would: any case, an optional
+// trailing dot, and the cluster domain suffix.
+func SameHost(a, b string) bool {
+	norm := func(h string) string {
+		h = strings.TrimSuffix(strings.ToLower(h), ".")
+		return strings.TrimSuffix(h, ".cluster.local")
+	}
+	return a != "" && norm(a) == norm(b)
+}
+
+// ReplicationState maps a replication channel to the status enum.
+func ReplicationState(r *Replica) v1alpha1.ReplicationState {
+	switch {
+	case r == nil:
+		return v1alpha1.ReplicationNotReplicating
+	case r.IORunning == "Yes" && r.SQLRunning:
+		return v1alpha1.ReplicationRunning
+	case !r.SQLRunning && r.LastSQLErrno != 0, r.IORunning == "No" && r.LastIOErrno != 0:
+		return v1alpha1.ReplicationError
+	case r.IORunning == "Connecting" && r.SQLRunning:
+		return v1alpha1.ReplicationConnecting
+	default:
+		return v1alpha1.ReplicationStopped
+	}
+}
