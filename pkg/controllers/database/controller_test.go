@@ -59,6 +59,7 @@ func startOperator(t *testing.T, ns string) *operator.Process {
 		t.Fatal(err)
 	}
 	log := logging.New(testWriter{t}, slog.LevelInfo)
+	logging.Install(log) // client-go's klog lines too
 	p, err := operator.New(cfg, log)
 	if err != nil {
 		t.Fatal(err)
@@ -110,13 +111,18 @@ func newGroup(ns, name string) *v1alpha1.MysqlFailoverGroup {
 	return &v1alpha1.MysqlFailoverGroup{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 		Spec: v1alpha1.MysqlFailoverGroupSpec{
-			Sites: []v1alpha1.SiteSpec{{
-				Name: "iad", Role: "PrimaryCandidate", ServerID: 101, Zone: "us-east-1a",
-				Storage: v1alpha1.StorageSpec{StorageClassName: "fast", Size: "10Gi"},
-			}},
+			Sites: []v1alpha1.SiteSpec{site("iad", 101, "10.0.1.1"), site("pdx", 102, "10.0.2.1")},
 			Credentials: v1alpha1.CredentialsSpec{OperatorSecretName: name + "-operator"},
 			DNS:         v1alpha1.DNSSpec{Hostname: name + ".db.example.com"},
 		},
+	}
+}
+
+func site(name string, id int64, ip string) v1alpha1.SiteSpec {
+	return v1alpha1.SiteSpec{
+		Name: name, Role: "PrimaryCandidate", ServerID: id, Zone: "zone-" + name, LoadBalancerIP: ip,
+		TaintNodeSelector: map[string]string{"bloodraven.shipstream.io/site": name},
+		Storage:           v1alpha1.StorageSpec{StorageClassName: "fast", Size: "10Gi"},
 	}
 }
 
