@@ -270,25 +270,18 @@ func (h *Handler) renewLease(w http.ResponseWriter, r *http.Request, rec *reques
 	if !ok {
 		return
 	}
-	// A persisted revocation is terminal and answers 409 even while the
-	// group is in transition; otherwise an unconfirmed topology answers 423.
-	cur, found, err := h.store.Get(r.Context(), ref.Namespace, ref.Name, kind, op)
-	if err != nil {
-		h.internal(w, rec, "read deployment lease", err)
-		return
-	}
-	if found {
-		rec.instance = cur.Instance
-	}
-	if !found || cur.State != deploylease.StateRevoked {
-		if reason, blocked := observationBlock(g); blocked {
-			writeUnstable(w, rec, reason)
-			return
-		}
-	}
 	out, err := h.store.Renew(r.Context(), deploylease.RenewRequest{
 		Group: ref, Kind: kind, OperationID: op, Token: req.Token, TTL: req.TTL,
 		TopologyGeneration: g.Status.TopologyGeneration,
+		// A persisted revocation is terminal and answers 409 even while the
+		// group is in transition; a renewable lease answers 423 then.
+		Gate: func(cur deploylease.Record) error {
+			rec.instance = cur.Instance
+			if reason, blocked := observationBlock(g); blocked {
+				return &unstableError{reason: reason}
+			}
+			return nil
+		},
 	})
 	if err != nil {
 		h.leaseError(w, rec, err)

@@ -106,6 +106,7 @@ func leaseToRecord(l *coordinationv1.Lease) (Record, error) {
 	}
 	r.Namespace = l.Namespace
 	r.resourceVersion = l.ResourceVersion
+	r.obj = l
 	return r, nil
 }
 

@@ -23,6 +23,8 @@ import (
 	"fmt"
 	"math"
 	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
 )
 
 // Kind is the kind of a deployment lease.
@@ -87,6 +89,7 @@ type Record struct {
 	EndTime *time.Time `json:"endTime,omitempty"`
 
 	resourceVersion string
+	obj             *coordinationv1.Lease // as read, to seed an update
 }
 
 // Live reports whether the record still carries authority at now: Active and

@@ -155,7 +155,7 @@ func (s *Store) grantMigration(ctx context.Context, req GrantRequest) (Grant, er
 	if err != nil {
 		return Grant{}, err
 	}
-	rec, err := s.updateRecord(ctx, g, KindMigration, req.OperationID, func(r *Record, exists bool) error {
+	rec, err := s.updateRecord(ctx, g, KindMigration, req.OperationID, nil, func(r *Record, exists bool) error {
 		if exists {
 			if r.State == StateRevoked {
 				return &RevokedError{Reason: r.RevokedReason}
@@ -201,7 +201,7 @@ func (s *Store) grantHold(ctx context.Context, req GrantRequest) (Grant, error) 
 		return Grant{}, err
 	}
 	expires := now.Add(req.TTL)
-	rec, err := s.updateRecord(ctx, g, KindFailoverHold, req.OperationID, func(r *Record, exists bool) error {
+	rec, err := s.updateRecord(ctx, g, KindFailoverHold, req.OperationID, nil, func(r *Record, exists bool) error {
 		if exists && r.State == StateRevoked {
 			return &RevokedError{Reason: r.RevokedReason}
 		}
@@ -214,7 +214,7 @@ func (s *Store) grantHold(ctx context.Context, req GrantRequest) (Grant, error) 
 	if req.Recheck != nil {
 		if rerr := req.Recheck(ctx); rerr != nil {
 			hash := rec.TokenHash
-			_, _ = s.updateRecord(ctx, g, KindFailoverHold, req.OperationID, func(r *Record, exists bool) error {
+			_, _ = s.updateRecord(ctx, g, KindFailoverHold, req.OperationID, nil, func(r *Record, exists bool) error {
 				if !exists || r.TokenHash != hash || r.State != StateActive {
 					return errNoChange
 				}
@@ -257,6 +257,11 @@ type RenewRequest struct {
 	// TopologyGeneration is the group's current generation; a lease granted
 	// at another one is revoked.
 	TopologyGeneration int64
+	// Gate, if set, runs once the lease is known to be renewable by this
+	// caller and before anything is extended; its error is returned. The
+	// deployment API answers 423 from it while the topology is unconfirmed,
+	// after a tombstone has had its chance to answer 409.
+	Gate func(Record) error
 }
 
 // Renew extends a lease to now+TTL. Errors: ErrNotFound (absent, released,
@@ -270,6 +275,11 @@ func (s *Store) Renew(ctx context.Context, req RenewRequest) (Record, error) {
 	}
 	if err := checkRenewable(rec, ok, req, now); err != nil {
 		return Record{}, err
+	}
+	if req.Gate != nil {
+		if err := req.Gate(rec); err != nil {
+			return Record{}, err
+		}
 	}
 	expires := now.Add(req.TTL)
 	if req.Kind == KindMigration {
@@ -286,7 +296,7 @@ func (s *Store) Renew(ctx context.Context, req RenewRequest) (Record, error) {
 	} else if err := s.requireMigrationHolder(ctx, g, req.OperationID, rec.Instance, now); err != nil {
 		return Record{}, ErrNotFound
 	}
-	return s.updateRecord(ctx, g, req.Kind, req.OperationID, func(r *Record, exists bool) error {
+	return s.updateRecord(ctx, g, req.Kind, req.OperationID, &rec, func(r *Record, exists bool) error {
 		if err := checkRenewable(*r, exists, req, now); err != nil {
 			return err
 		}
@@ -323,7 +333,7 @@ func (s *Store) Release(ctx context.Context, g GroupRef, kind Kind, op, token st
 	if !rec.tokenMatches(token) {
 		return ErrTokenMismatch
 	}
-	_, err = s.updateRecord(ctx, g, kind, op, func(r *Record, exists bool) error {
+	_, err = s.updateRecord(ctx, g, kind, op, &rec, func(r *Record, exists bool) error {
 		if !exists || r.State != StateActive {
 			return errNoChange
 		}
@@ -361,7 +371,7 @@ func (s *Store) Revoke(ctx context.Context, g GroupRef, reason Reason, selects f
 		if r.State != StateActive || !selects(r) {
 			continue
 		}
-		out, err := s.updateRecord(ctx, g, r.Kind, r.OperationID, func(cur *Record, exists bool) error {
+		out, err := s.updateRecord(ctx, g, r.Kind, r.OperationID, &r, func(cur *Record, exists bool) error {
 			if !exists || cur.State != StateActive || !selects(*cur) {
 				return errNoChange
 			}
@@ -403,7 +413,7 @@ func (s *Store) Expire(ctx context.Context, g GroupRef) (time.Time, error) {
 			next = earliest(next, r.ExpiresAt)
 			continue
 		}
-		_, err := s.updateRecord(ctx, g, r.Kind, r.OperationID, func(cur *Record, exists bool) error {
+		_, err := s.updateRecord(ctx, g, r.Kind, r.OperationID, &r, func(cur *Record, exists bool) error {
 			if !exists || cur.State != StateActive || !now.After(cur.ExpiresAt) {
 				return errNoChange
 			}
@@ -511,10 +521,18 @@ var errNoChange = errors.New("no change")
 
 // updateRecord reads a record, lets mutate change it, and writes it with a
 // resourceVersion precondition (create when absent), retrying on conflict.
-func (s *Store) updateRecord(ctx context.Context, g GroupRef, kind Kind, op string, mutate func(r *Record, exists bool) error) (Record, error) {
+// A seed read just before saves the first read; a stale seed only costs a
+// conflict and a retry.
+func (s *Store) updateRecord(ctx context.Context, g GroupRef, kind Kind, op string, seed *Record, mutate func(r *Record, exists bool) error) (Record, error) {
 	name := recordName(g.Name, kind, op)
 	for range casAttempts {
-		l, err := s.leases(g.Namespace).Get(ctx, name, metav1.GetOptions{})
+		var l *coordinationv1.Lease
+		var err error
+		if seed != nil && seed.obj != nil {
+			l, seed = seed.obj.DeepCopy(), nil
+		} else {
+			l, err = s.leases(g.Namespace).Get(ctx, name, metav1.GetOptions{})
+		}
 		exists := err == nil
 		if err != nil && !apierrors.IsNotFound(err) {
 			return Record{}, err

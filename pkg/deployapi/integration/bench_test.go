@@ -1,0 +1,114 @@
+package integration_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"slices"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+)
+
+// BenchmarkLatencyAtFixedRate measures GET and renew latency over TLS on
+// loopback against the real API server, at a fixed open-loop request rate
+// (requests start on schedule whether or not earlier ones finished, so a
+// slow answer cannot hide the ones queued behind it). b.N is the number of
+// requests; run it with a count, e.g.
+//
+//	go test ./pkg/deployapi/integration -run '^$' -bench LatencyAtFixedRate -benchtime 500x
+//
+// BENCH_RATE sets the rate per second (default 50). It prints and reports
+// p50 and p99 in milliseconds; it asserts nothing about speed.
+func BenchmarkLatencyAtFixedRate(b *testing.B) {
+	rate := 50
+	if v, err := strconv.Atoi(os.Getenv("BENCH_RATE")); err == nil && v > 0 {
+		rate = v
+	}
+	for _, kind := range []string{"GET", "renew"} {
+		b.Run(fmt.Sprintf("%s@%drps", kind, rate), func(b *testing.B) {
+			f := newFixture(b)
+			// Renewals spread over groups, one migration lease each, as many
+			// deployments renewing every ttl/3 would; one lease renewed 50
+			// times a second would only measure its own write contention.
+			type lease struct{ group, body string }
+			var leases []lease
+			for i := range benchGroups {
+				group := fmt.Sprintf("bench-%d", i)
+				f.group(f.ns, group, 1)
+				f.database(f.ns, group+"-app", group, client(f.appNS, "deployer"))
+				g := f.do(f.op, "POST", "/deploy/v1/groups/"+group+"/leases", f.token, grantBody("migration", opA, group+"-app", 120), nil)
+				f.expect(g, 201, "")
+				body, _ := json.Marshal(map[string]any{"token": g.str("token"), "ttlSeconds": 120})
+				leases = append(leases, lease{group, string(body)})
+			}
+			var next int
+			newReq := func() *http.Request {
+				l := leases[next%len(leases)]
+				next++
+				if kind == "GET" {
+					r, _ := http.NewRequest("GET", f.op.server.URL+"/deploy/v1/groups/"+l.group, nil)
+					r.Header.Set("Authorization", "Bearer "+f.token)
+					return r
+				}
+				r, _ := http.NewRequest("PUT", f.op.server.URL+leasePath(l.group, "migration", opA), bytes.NewReader([]byte(l.body)))
+				r.Header.Set("Authorization", "Bearer "+f.token)
+				return r
+			}
+			// Warm the connection pool and the TokenReview cache.
+			for range 5 {
+				if resp, err := f.op.client.Do(newReq()); err == nil {
+					io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+				}
+			}
+			lat := make([]time.Duration, b.N)
+			var failures sync.Map
+			var wg sync.WaitGroup
+			tick := time.NewTicker(time.Second / time.Duration(rate))
+			defer tick.Stop()
+			b.ResetTimer()
+			for i := range b.N {
+				<-tick.C
+				req := newReq()
+				wg.Go(func() {
+					start := time.Now()
+					resp, err := f.op.client.Do(req)
+					if err != nil {
+						failures.Store(i, err.Error())
+						return
+					}
+					io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+					lat[i] = time.Since(start)
+					if resp.StatusCode != http.StatusOK {
+						failures.Store(i, resp.Status)
+					}
+				})
+			}
+			wg.Wait()
+			b.StopTimer()
+			n := 0
+			failures.Range(func(_, v any) bool { n++; b.Logf("request failed: %v", v); return n < 5 })
+			if n > 0 {
+				b.Fatalf("%d requests failed", n)
+			}
+			slices.Sort(lat)
+			p50, p99 := lat[len(lat)*50/100], lat[min(len(lat)-1, len(lat)*99/100)]
+			b.ReportMetric(ms(p50), "p50-ms")
+			b.ReportMetric(ms(p99), "p99-ms")
+			b.ReportMetric(0, "ns/op") // wall time per request is set by the rate, not meaningful
+			fmt.Printf("deploy api %s at %d req/s over TLS on loopback, %d requests: p50 %.2f ms, p99 %.2f ms, max %.2f ms\n",
+				kind, rate, b.N, ms(p50), ms(p99), ms(lat[len(lat)-1]))
+		})
+	}
+}
+
+// benchGroups is the number of groups (and leases) the requests rotate over.
+const benchGroups = 20
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
