@@ -357,7 +357,6 @@ func (p *mpass) enqueue() {
 	p.m.ctrl.Enqueue(cache.NewObjectName(p.g.Namespace, p.g.Name))
 }
 
-
 func siteKey(g *v1alpha1.MysqlFailoverGroup, site string) devaddr.SiteKey {
 	return devaddr.SiteKey{Namespace: g.Namespace, Group: g.Name, Site: site}
 }
