@@ -80,6 +80,11 @@ func (d *decider) siteHealth() {
 			d.degrade(v1alpha1.ReasonSiteUnhealthy, "site %s is unreachable", s.Name)
 			continue
 		}
+		if st.SourceConvergenceReason == "GTIDDiverged" {
+			// Blocked by its own divergence: that is the cause to report.
+			d.degrade(v1alpha1.ReasonDivergentTransactions, "%s", st.Message)
+			continue
+		}
 		if st.DivergenceDetectedBy == v1alpha1.DivergenceByReplicaAudit && st.DivergentGTID != "" {
 			d.degrade(v1alpha1.ReasonDivergentTransactions, "site %s holds %d transactions site %s lacks: %s",
 				s.Name, st.DivergentTransactionCount, st.DivergenceComparedTo, st.DivergentGTID)

@@ -332,7 +332,7 @@ func (d *decider) follower(s SiteSpec, active string, av *Observed) {
 			}
 		case !srcOK:
 			st.SourceConvergenceState, st.SourceConvergenceReason = "Blocked", "GTIDDiverged"
-			st.Message = fmt.Sprintf("site %s holds transactions site %s lacks: it is not repointed", s.Name, active)
+			st.Message = fmt.Sprintf("site %s holds %d transactions site %s lacks (%s) and replicates from %q: it is not repointed", s.Name, extra.Count(), active, extra.OneLine(), sourceOf(o))
 		default:
 			st.SourceConvergenceState, st.SourceConvergenceReason = "Converged", "DirectSource"
 		}

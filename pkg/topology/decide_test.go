@@ -408,9 +408,9 @@ func TestFollowerConvergence(t *testing.T) {
 			return site("pdx", false, "I:1-3", r)
 		}(), iadPurged: "I:1-8", state: "Converged", reason: "DirectSource"},
 		{name: "far behind and holding transactions the donor lacks: not cloned", pdx: site("pdx", false, "I:1-3,P:1-2", replicating(iadHost)), iadPurged: "I:1-8",
-			state: "Blocked", reason: "GTIDDiverged", degraded: v1alpha1.ReasonSiteUnhealthy, event: EventCloneRefusedDivergentTransactions},
+			state: "Blocked", reason: "GTIDDiverged", degraded: v1alpha1.ReasonDivergentTransactions, event: EventCloneRefusedDivergentTransactions},
 		{name: "diverged and pointing elsewhere: not repointed", pdx: site("pdx", false, "I:1-10,P:1", replicating("elsewhere")),
-			state: "Blocked", reason: "GTIDDiverged", degraded: v1alpha1.ReasonSiteUnhealthy},
+			state: "Blocked", reason: "GTIDDiverged", degraded: v1alpha1.ReasonDivergentTransactions},
 		{name: "diverged but replicating directly: audit report only", pdx: site("pdx", false, "I:1-10,P:1", replicating(iadHost)),
 			state: "Converged", reason: "DirectSource", degraded: v1alpha1.ReasonDivergentTransactions, event: EventDivergentTransactionsDetected},
 		{name: "the active site's newer own GTIDs are not divergence", pdx: site("pdx", false, "I:1-12", replicating(iadHost)), state: "Converged", reason: "DirectSource"},
@@ -462,7 +462,7 @@ func TestDivergenceRecord(t *testing.T) {
 	if !strings.Contains(pdx.Message, "not cloned") {
 		t.Fatalf("message %q", pdx.Message)
 	}
-	if msg := cond(d, v1alpha1.ConditionDegraded).Message; !strings.Contains(msg, "site pdx holds 2 transactions site iad lacks") {
+	if msg := cond(d, v1alpha1.ConditionDegraded).Message; !strings.Contains(msg, "holds 2 transactions site iad lacks") || !strings.Contains(msg, "not cloned") {
 		t.Fatalf("Degraded message %q", msg)
 	}
 	// The next poll does not record the Events again.
