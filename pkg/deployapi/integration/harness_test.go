@@ -82,6 +82,8 @@ type env struct {
 
 	mu      sync.Mutex
 	secrets []string
+	// requests counts requests sent, to check one log record per request.
+	requests int
 }
 
 func newEnv(t testing.TB) *env {
@@ -168,6 +170,9 @@ func (e *env) checkLogs() {
 	}
 	if strings.Contains(strings.ToLower(out), "bearer") {
 		e.t.Errorf("captured logs mention a bearer credential")
+	}
+	if n := strings.Count(out, "\n"); n != e.requests {
+		e.t.Errorf("%d log records for %d requests, want exactly one each", n, e.requests)
 	}
 	for line := range strings.Lines(out) {
 		var m map[string]any
@@ -299,6 +304,9 @@ func (e *env) do(in *instance, method, path, bearer string, body any, header map
 	for k, v := range header {
 		req.Header.Set(k, v)
 	}
+	e.mu.Lock()
+	e.requests++
+	e.mu.Unlock()
 	resp, err := in.client.Do(req)
 	if err != nil {
 		e.t.Fatalf("%s %s: %v", method, path, err)
