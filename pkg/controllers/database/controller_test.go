@@ -111,7 +111,7 @@ func newGroup(ns, name string) *v1alpha1.MysqlFailoverGroup {
 	return &v1alpha1.MysqlFailoverGroup{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 		Spec: v1alpha1.MysqlFailoverGroupSpec{
-			Sites: []v1alpha1.SiteSpec{site("iad", 101, "10.0.1.1"), site("pdx", 102, "10.0.2.1")},
+			Sites:       []v1alpha1.SiteSpec{site("iad", 101, "10.0.1.1"), site("pdx", 102, "10.0.2.1")},
 			Credentials: v1alpha1.CredentialsSpec{OperatorSecretName: name + "-operator"},
 			DNS:         v1alpha1.DNSSpec{Hostname: name + ".db.example.com"},
 		},
