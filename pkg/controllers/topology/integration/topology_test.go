@@ -504,6 +504,14 @@ func TestServiceTypeSwitchKeepsNodePort(t *testing.T) {
 		return nil
 	})
 
+	// Settled: the controller does not keep rewriting the Service (a merge
+	// that lost the allocated port would fight the API server forever).
+	settled := svc(first.Name).ResourceVersion
+	time.Sleep(2 * time.Second)
+	if rv := svc(first.Name).ResourceVersion; rv != settled {
+		t.Errorf("Service %s rewritten after settling: resourceVersion %s -> %s", first.Name, settled, rv)
+	}
+
 	e.editGroup(g.Name, func(g *v1alpha1.MysqlFailoverGroup) { g.Spec.ServiceTemplate.Type = "NodePort" })
 	eventually(t, waitFor, "back to NodePort with the same port", func() error {
 		s := svc(first.Name)

@@ -1,0 +1,22 @@
+package managerintegration
+
+import (
+	"database/sql"
+	"testing"
+
+	_ "github.com/go-sql-driver/mysql"
+
+	"github.com/shipstream/bloodraven/pkg/mysqlsim"
+	"github.com/shipstream/bloodraven/pkg/mysqlsim/simtest"
+)
+
+func adminDB(t *testing.T, s *mysqlsim.Server) *sql.DB {
+	t.Helper()
+	db, err := sql.Open("mysql", simtest.AdminUser+":"+simtest.AdminPass+"@tcp("+s.Addr()+")/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.SetMaxOpenConns(1)
+	t.Cleanup(func() { _ = db.Close() })
+	return db
+}
