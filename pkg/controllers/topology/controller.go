@@ -216,3 +216,19 @@ func (c *Controller) allGroups() []*v1alpha1.MysqlFailoverGroup {
 	}
 	return out
 }
+
+// New builds the controller from the operator process's clients,
+// informers, recorder and configuration, and registers it with p, so it
+// runs while p leads.
+func New(p *operator.Process) (*Controller, error) {
+	c, err := NewController(Options{
+		Kube: p.Kube, Shipstream: p.Shipstream, Dynamic: p.Dynamic, Informers: p.Informers,
+		Recorder: p.Recorder, SidecarImage: p.Config.SidecarImage, Logger: p.Log,
+		MetricsProvider: p.Metrics.Workqueue,
+	})
+	if err != nil {
+		return nil, err
+	}
+	p.AddController(c)
+	return c, nil
+}

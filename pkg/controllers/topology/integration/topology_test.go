@@ -73,6 +73,13 @@ func TestSampleGroupLifecycle(t *testing.T) {
 	}
 	checkServices(t, e, g)
 	e.waitCondition(g.Name, topology.ConditionResourcesReady, metav1.ConditionTrue, topology.ReasonReconciled)
+	// Once settled, nothing is rewritten: what the API server defaulted is
+	// not mistaken for drift.
+	settled := e.versions()
+	time.Sleep(2 * time.Second)
+	if now := e.versions(); fmt.Sprint(now) != fmt.Sprint(settled) {
+		t.Errorf("objects rewritten after settling:\n before %v\n after  %v", settled, now)
+	}
 	e.waitCondition(g.Name, topology.ConditionDNSReady, metav1.ConditionFalse, topology.ReasonNoDNSTarget)
 	taintKey := render.TaintKey(e.ns, g.Name)
 	for _, n := range []string{iadNode, pdxNode} {
@@ -568,4 +575,33 @@ func TestDNSEndpointCRDMissing(t *testing.T) {
 	installDNSCRD(t)
 	e.waitDNSTarget(g.Name, "10.0.1.1")
 	e.waitCondition(g.Name, topology.ConditionDNSReady, metav1.ConditionTrue, topology.ReasonDNSEndpointCurrent)
+}
+
+// versions maps every StatefulSet, ConfigMap and Service of the namespace
+// to its resourceVersion.
+func (e *env) versions() map[string]string {
+	e.t.Helper()
+	out := map[string]string{}
+	sts, err := e.kube.AppsV1().StatefulSets(e.ns).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	for _, o := range sts.Items {
+		out["statefulset/"+o.Name] = o.ResourceVersion
+	}
+	cms, err := e.kube.CoreV1().ConfigMaps(e.ns).List(context.Background(), metav1.ListOptions{LabelSelector: render.LabelGroup})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	for _, o := range cms.Items {
+		out["configmap/"+o.Name] = o.ResourceVersion
+	}
+	svcs, err := e.kube.CoreV1().Services(e.ns).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	for _, o := range svcs.Items {
+		out["service/"+o.Name] = o.ResourceVersion
+	}
+	return out
 }
