@@ -1,0 +1,106 @@
+package main
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/shipstream/bloodraven/e2e/framework"
+	"github.com/shipstream/bloodraven/generated/clientset/versioned"
+	"github.com/shipstream/bloodraven/pkg/apis/shipstream/v1alpha1"
+	"github.com/shipstream/bloodraven/pkg/events"
+)
+
+// apiAudience is the API server's own token audience (its issuer).
+const apiAudience = "https://kubernetes.default.svc.cluster.local"
+
+// serviceAccountKubeconfig writes a kubeconfig that authenticates as ns/sa.
+func serviceAccountKubeconfig(t *testing.T, ns, sa string) string {
+	t.Helper()
+	token, err := cp.MintToken(context.Background(), ns, sa, apiAudience)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["c"] = &clientcmdapi.Cluster{Server: cp.Config.Host, CertificateAuthorityData: cp.Config.CAData, CertificateAuthority: cp.Config.CAFile}
+	cfg.AuthInfos["sa"] = &clientcmdapi.AuthInfo{Token: token}
+	cfg.Contexts["c"] = &clientcmdapi.Context{Cluster: "c", AuthInfo: "sa"}
+	cfg.CurrentContext = "c"
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// The operator runs with nothing but the RBAC of deploy/base: it leads,
+// reconciles MysqlDatabases, writes their status and records Events, and
+// logs no authorization failure.
+func TestOperatorRunsWithTheInstalledRBAC(t *testing.T) {
+	needControlPlane(t)
+	ctx := context.Background()
+	if out, errOut, err := cp.Kubectl(ctx, "apply", "--server-side", "--force-conflicts", "-k", filepath.Join(framework.RepoRoot(), "deploy/base")); err != nil {
+		t.Fatalf("apply deploy/base: %v\n%s%s", err, out, errOut)
+	}
+	bin := buildOperator(t)
+	ns := cp.NewNamespace(t)
+	kubeconfig := serviceAccountKubeconfig(t, "bloodraven", "bloodraven")
+	o := startOperator(t, bin, ns, "op-rbac", writeCert(t), "--kubeconfig="+kubeconfig, "--leader-elect-namespace=bloodraven", "--leader-elect-name=rbac-test-leader")
+	waitUntil(t, "the operator to lead", 30*time.Second, o.leading)
+
+	ship, err := versioned.NewForConfig(cp.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := &v1alpha1.MysqlDatabase{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "app"}}
+	db.Spec.FailoverGroupRef.Name = "orders"
+	db.Spec.DatabaseName = "app"
+	if _, err := ship.ShipstreamV1alpha1().MysqlDatabases(ns).Create(ctx, db, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "the database's status", 30*time.Second, func() bool {
+		got, err := ship.ShipstreamV1alpha1().MysqlDatabases(ns).Get(ctx, "app", metav1.GetOptions{})
+		return err == nil && meta.IsStatusConditionFalse(got.Status.Conditions, v1alpha1.ConditionReady) &&
+			meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionReady).Reason == v1alpha1.ReasonGroupNotYetCreated
+	})
+	// Deleting the resolved group records a Warning Event: Events are allowed.
+	if _, err := ship.ShipstreamV1alpha1().MysqlFailoverGroups(ns).Create(ctx, twoSiteGroup(ns, "orders"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "a DatabaseGroupResolved Event", 30*time.Second, func() bool {
+		list, err := cp.Client().CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("reason", events.DatabaseGroupResolved).String()})
+		return err == nil && len(list.Items) > 0
+	})
+	for _, line := range strings.Split(o.stdout.String(), "\n") {
+		if strings.Contains(strings.ToLower(line), "forbidden") {
+			t.Errorf("authorization failure in the operator's log: %s", line)
+		}
+	}
+	assertJSONLogs(t, o)
+}
+
+func twoSiteGroup(ns, name string) *v1alpha1.MysqlFailoverGroup {
+	site := func(n string, id int64, ip string) v1alpha1.SiteSpec {
+		return v1alpha1.SiteSpec{
+			Name: n, Role: "PrimaryCandidate", ServerID: id, Zone: "zone-" + n, LoadBalancerIP: ip,
+			TaintNodeSelector: map[string]string{"bloodraven.shipstream.io/site": n},
+			Storage:           v1alpha1.StorageSpec{StorageClassName: "fast", Size: "10Gi"},
+		}
+	}
+	return &v1alpha1.MysqlFailoverGroup{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: v1alpha1.MysqlFailoverGroupSpec{
+			Sites:       []v1alpha1.SiteSpec{site("iad", 101, "10.0.1.1"), site("pdx", 102, "10.0.2.1")},
+			Credentials: v1alpha1.CredentialsSpec{OperatorSecretName: name + "-operator"},
+			DNS:         v1alpha1.DNSSpec{Hostname: name + ".db.example.com"},
+		},
+	}
+}
