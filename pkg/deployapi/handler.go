@@ -16,6 +16,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/shipstream/bloodraven/generated/clientset/versioned"
@@ -44,6 +45,10 @@ type Config struct {
 	// IsLeader, if set, makes the handler answer 503 not_leader itself while
 	// it returns false (the operator's leader guard does the same in front).
 	IsLeader func() bool
+	// Registerer, if set, receives the request metrics
+	// (bloodraven_deploy_api_requests_total{handler,group,code} and
+	// bloodraven_deploy_api_request_duration_seconds{handler}).
+	Registerer prometheus.Registerer
 	// TokenCacheTTL and TokenCacheSize override the authentication cache
 	// bounds (15 s, 1,024 entries); tests only.
 	TokenCacheTTL  time.Duration
@@ -58,6 +63,7 @@ type Handler struct {
 	authn *authenticator
 	authz *authorizer
 	store *deploylease.Store
+	m     *requestMetrics
 }
 
 // NewHandler validates cfg and builds the handler.
@@ -80,7 +86,12 @@ func NewHandler(cfg Config) (*Handler, error) {
 	if cfg.TokenCacheSize <= 0 {
 		cfg.TokenCacheSize = DefaultTokenCacheSize
 	}
+	m, err := newRequestMetrics(cfg.Registerer)
+	if err != nil {
+		return nil, err
+	}
 	return &Handler{
+		m:     m,
 		cfg:   cfg,
 		now:   cfg.Now,
 		log:   cfg.Logger,

@@ -42,6 +42,7 @@ func (h *Handler) logRequest(r *http.Request, rec *requestLog, status int, d tim
 	if rec.errCode != "" {
 		attrs = append(attrs, slog.String("error", rec.errCode))
 	}
+	h.m.observe(rec, status, d)
 	level := slog.LevelInfo
 	if rec.cause != "" {
 		level = slog.LevelError

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/shipstream/bloodraven/pkg/apis/shipstream/v1alpha1"
@@ -98,6 +99,38 @@ func TestAuthorizationFollowsDatabasesUncached(t *testing.T) {
 	f.database(f.ns, "orders-reports", "orders", client(f.appNS, "deployer"))
 	f.expect(f.do(f.op, "POST", path+"/leases", f.token, grantBody("migration", opA, "orders-app", 30), nil), 403, "forbidden")
 	f.expect(f.do(f.op, "POST", path+"/leases", f.token, grantBody("migration", opA, "orders-reports", 30), nil), 201, "")
+}
+
+func TestRequestMetricsLabelOnlyAuthorizedGroups(t *testing.T) {
+	f := newFixture(t)
+	reg := prometheus.NewRegistry()
+	in := f.newInstance(func(c *deployapi.Config) { c.Registerer = reg })
+	stranger := f.mint(f.appNS, "stranger", deployapi.DefaultAudience)
+	f.expect(f.do(in, "GET", "/deploy/v1/groups/orders", f.token, nil, nil), 200, "")
+	f.expect(f.do(in, "GET", "/deploy/v1/groups/orders", stranger, nil, nil), 403, "forbidden")
+	f.expect(f.do(in, "GET", "/deploy/v1/groups/made-up-path-1", stranger, nil, nil), 403, "forbidden")
+	f.expect(f.do(in, "POST", "/deploy/v1/groups/made-up-path-2/leases", stranger, grantBody("migration", opA, "x", 30), nil), 403, "forbidden")
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, fam := range families {
+		if fam.GetName() != "bloodraven_deploy_api_requests_total" {
+			continue
+		}
+		for _, m := range fam.GetMetric() {
+			l := map[string]string{}
+			for _, p := range m.GetLabel() {
+				l[p.GetName()] = p.GetValue()
+			}
+			got[l["handler"]+"/"+l["group"]+"/"+l["code"]] = m.GetCounter().GetValue()
+		}
+	}
+	want := map[string]float64{"getGroup/orders/200": 1, "getGroup//403": 2, "grantLease//403": 1}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("request series %v, want %v", got, want)
+	}
 }
 
 func TestAmbiguousGroupNamesAcrossNamespaces(t *testing.T) {
