@@ -23,7 +23,7 @@ const testSidecarImage = "ghcr.io/shipstream/bloodraven-sidecar:1.7.0"
 
 // loadGroup reads a MysqlFailoverGroup manifest and gives it the identity
 // the API server would (namespace, UID).
-func loadGroup(t *testing.T, path string) *v1alpha1.MysqlFailoverGroup {
+func loadGroup(t testing.TB, path string) *v1alpha1.MysqlFailoverGroup {
 	t.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {

@@ -12,7 +12,7 @@ import (
 	"github.com/shipstream/bloodraven/pkg/apis/shipstream/v1alpha1"
 )
 
-func minimal(t *testing.T) *v1alpha1.MysqlFailoverGroup {
+func minimal(t testing.TB) *v1alpha1.MysqlFailoverGroup {
 	return loadGroup(t, "testdata/minimal.input.yaml")
 }
 
@@ -269,5 +269,26 @@ func TestDNSEndpoint(t *testing.T) {
 	g.Status.ActiveSite = ""
 	if DNSEndpoint(g) != nil {
 		t.Error("DNSEndpoint rendered without an active site")
+	}
+}
+
+// BenchmarkRenderGroup renders everything one reconcile renders for the
+// sample group (three sites): my.cnf, ConfigMaps, StatefulSets with their
+// template hashes, Services and the DNSEndpoint.
+func BenchmarkRenderGroup(b *testing.B) {
+	g := loadGroup(b, "../../deploy/samples/mysqlfailovergroup.yaml")
+	g.Status.ActiveSite = "iad"
+	cfg := Config{SidecarImage: testSidecarImage}
+	b.ReportAllocs()
+	for b.Loop() {
+		for i := range g.Spec.Sites {
+			if _, err := RenderSite(g, i, cfg); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if _, err := Services(g); err != nil {
+			b.Fatal(err)
+		}
+		_ = DNSEndpoint(g)
 	}
 }
