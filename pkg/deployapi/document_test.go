@@ -1,0 +1,105 @@
+package deployapi
+
+import (
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v1 "github.com/shipstream/bloodraven/pkg/apis/shipstream/v1alpha1"
+	"github.com/shipstream/bloodraven/pkg/deploylease"
+)
+
+func healthyGroup() *v1.MysqlFailoverGroup {
+	lag2, lag7 := int64(2), int64(7)
+	return &v1.MysqlFailoverGroup{
+		ObjectMeta: metav1.ObjectMeta{Name: "orders", Namespace: "db"},
+		Spec: v1.MysqlFailoverGroupSpec{Sites: []v1.SiteSpec{
+			{Name: "iad", Role: v1.SiteRolePrimaryCandidate},
+			{Name: "pdx", Role: v1.SiteRolePrimaryCandidate},
+			{Name: "reader", Role: v1.SiteRoleReadOnly},
+		}},
+		Status: v1.MysqlFailoverGroupStatus{
+			ActiveSite: "iad", TopologyGeneration: 5,
+			Sites: []v1.SiteStatus{
+				{Name: "iad", State: v1.SiteWritable, Replication: v1.ReplicationNotReplicating},
+				{Name: "pdx", State: v1.SiteReadOnly, Replication: v1.ReplicationRunning, SecondsBehindSource: &lag2},
+				{Name: "reader", State: v1.SiteReadOnly, Replication: v1.ReplicationStopped, SecondsBehindSource: &lag7},
+			},
+			Conditions: []metav1.Condition{{Type: v1.ConditionReady, Status: metav1.ConditionTrue, Reason: "Healthy"}},
+		},
+	}
+}
+
+func TestBuildDocumentHealthAndLeases(t *testing.T) {
+	now := time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC)
+	g := healthyGroup()
+	recs := []deploylease.Record{
+		{Kind: deploylease.KindMigration, OperationID: "live", Instance: "a", State: deploylease.StateActive, ExpiresAt: now.Add(time.Minute), TopologyGeneration: 5, TokenHash: "sha256:x"},
+		{Kind: deploylease.KindFailoverHold, OperationID: "expired", State: deploylease.StateActive, ExpiresAt: now.Add(-time.Second), TopologyGeneration: 5},
+		{Kind: deploylease.KindFailoverHold, OperationID: "old-gen", State: deploylease.StateActive, ExpiresAt: now.Add(time.Minute), TopologyGeneration: 4},
+		{Kind: deploylease.KindFailoverHold, OperationID: "revoked", State: deploylease.StateRevoked, ExpiresAt: now.Add(time.Minute), TopologyGeneration: 5},
+	}
+	doc := buildDocument(g, recs, now)
+	// A stopped reader neither breaks replicationRunning nor stability;
+	// lag is the largest follower lag, and never makes the group unstable.
+	if !doc.Stable || !doc.Health.Ready || !doc.Health.ReplicationRunning || doc.Health.ReplicationLagSeconds != 7 {
+		t.Fatalf("document %+v", doc)
+	}
+	if len(doc.Leases) != 1 || doc.Leases[0].OperationID != "live" {
+		t.Fatalf("leases %+v, want only the live one", doc.Leases)
+	}
+	g.Status.Sites[1].Replication = v1.ReplicationConnecting
+	doc = buildDocument(g, nil, now)
+	if doc.Stable || doc.UnstableReason != "ReplicationNotRunning" || doc.Health.ReplicationRunning {
+		t.Fatalf("follower not replicating: %+v", doc)
+	}
+	g = healthyGroup()
+	g.Status.Sites[1].RecoveryState = v1.RecoveryBlocked
+	if doc = buildDocument(g, nil, now); !doc.Health.RecoveryPending || doc.UnstableReason != "RecoveryPending" {
+		t.Fatalf("recovery: %+v", doc)
+	}
+	if doc.Leases == nil {
+		t.Fatal("leases must render as [] not null")
+	}
+}
+
+func TestPlannedFailoverViewAndBlocks(t *testing.T) {
+	for _, tc := range []struct {
+		pf                 *v1.PlannedFailoverStatus
+		phase, reason, out string
+		observe, holdGrant bool // 423 for GET/renew, for new holds
+	}{
+		{pf: nil},
+		{pf: &v1.PlannedFailoverStatus{Phase: v1.PlannedFailoverAdmitting, Admission: &v1.PlannedFailoverAdmission{WaitReason: "TargetLagging"}},
+			phase: "Admitting", reason: "TargetLagging", holdGrant: true},
+		{pf: &v1.PlannedFailoverStatus{Phase: v1.PlannedFailoverDeferred, Admission: &v1.PlannedFailoverAdmission{DeferReason: "DeploymentHold", WaitReason: "stale"}},
+			phase: "Deferred", reason: "DeploymentHold", holdGrant: true},
+		{pf: &v1.PlannedFailoverStatus{Phase: v1.PlannedFailoverDraining, Admission: &v1.PlannedFailoverAdmission{DeferReason: "Cooldown"}},
+			phase: "Draining", observe: true, holdGrant: true},
+		{pf: &v1.PlannedFailoverStatus{Phase: v1.PlannedFailoverFencing}, phase: "Fencing", observe: true, holdGrant: true},
+		{pf: &v1.PlannedFailoverStatus{Phase: v1.PlannedFailoverRollingBack}, phase: "RollingBack", observe: true, holdGrant: true},
+		{pf: &v1.PlannedFailoverStatus{Phase: v1.PlannedFailoverFailed, Result: &v1.PlannedFailoverResult{Outcome: "RolledBack", Reason: "CatchUpTimedOut"}},
+			phase: "Failed", reason: "CatchUpTimedOut", out: "RolledBack"},
+		{pf: &v1.PlannedFailoverStatus{Phase: v1.PlannedFailoverSucceeded, Result: &v1.PlannedFailoverResult{Outcome: "Succeeded"}},
+			phase: "Succeeded", out: "Succeeded"},
+	} {
+		g := healthyGroup()
+		g.Status.PlannedFailover = tc.pf
+		v := plannedFailoverView(tc.pf)
+		if v.Phase != tc.phase || v.Reason != tc.reason || v.Outcome != tc.out {
+			t.Errorf("%s: view %+v", tc.phase, v)
+		}
+		if _, b := observationBlock(g); b != tc.observe {
+			t.Errorf("%s: observation 423 = %v, want %v", tc.phase, b, tc.observe)
+		}
+		if _, b := holdGrantBlock(g); b != tc.holdGrant {
+			t.Errorf("%s: hold-grant 423 = %v, want %v", tc.phase, b, tc.holdGrant)
+		}
+	}
+	g := healthyGroup()
+	g.Status.Transition = &v1.Transition{ID: "t", Kind: v1.TransitionAutomatic, TargetSite: "pdx", Step: v1.StepRecorded}
+	if r, b := observationBlock(g); !b || r != "TopologyTransition" {
+		t.Fatalf("transition: %v %v", r, b)
+	}
+}
