@@ -1,0 +1,107 @@
+package integration_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/shipstream/bloodraven/pkg/deploylease"
+)
+
+// newStore is one operator process's store: its own client, no shared state.
+func (e *env) newStore() *deploylease.Store {
+	rc := rest.CopyConfig(cp.Config)
+	rc.QPS, rc.Burst = 2000, 4000
+	kube, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return deploylease.New(kube, deploylease.Options{Now: e.clock.Now, MaxClockSkew: 2 * time.Second})
+}
+
+// TestStoresNeverGrantTwoLiveMigrationLeases runs operations that grant,
+// renew, release and let leases expire through two stores sharing no memory,
+// while the operator clock jumps ahead, and checks on consistent snapshots
+// of the API server that at most one migration lease of the group is ever
+// live.
+func TestStoresNeverGrantTwoLiveMigrationLeases(t *testing.T) {
+	f := newFixture(t)
+	stores := []*deploylease.Store{f.newStore(), f.newStore()}
+	ref := f.groupRef()
+	ctx, cancel := context.WithTimeout(f.ctx, 12*time.Second)
+	defer cancel()
+
+	var grants atomic.Int64
+	var wg sync.WaitGroup
+	for w := range 4 {
+		op := fmt.Sprintf("%08d-0000-4000-8000-000000000000", w+1)
+		wg.Go(func() {
+			rng := rand.New(rand.NewPCG(uint64(w), 7))
+			var token string
+			for ctx.Err() == nil {
+				s := stores[rng.IntN(2)]
+				switch rng.IntN(3) {
+				case 0:
+					g, err := s.Grant(ctx, deploylease.GrantRequest{Group: ref, Kind: deploylease.KindMigration, OperationID: op,
+						Instance: "orders-app", TTL: 5 * time.Second, TopologyGeneration: 3})
+					if err == nil {
+						token = g.Token
+						grants.Add(1)
+					} else if !errors.Is(err, deploylease.ErrMutexHeld) && ctx.Err() == nil {
+						t.Errorf("grant: %v", err)
+					}
+				case 1:
+					if token != "" {
+						_, _ = s.Renew(ctx, deploylease.RenewRequest{Group: ref, Kind: deploylease.KindMigration, OperationID: op,
+							Token: token, TTL: 5 * time.Second, TopologyGeneration: 3})
+					}
+				case 2:
+					if token != "" && rng.IntN(3) == 0 {
+						_ = s.Release(ctx, ref, deploylease.KindMigration, op, token)
+					}
+				}
+				time.Sleep(time.Duration(rng.IntN(20)) * time.Millisecond)
+			}
+		})
+	}
+	// The clock jumps so that leases expire and the skew grace runs out.
+	wg.Go(func() {
+		for ctx.Err() == nil {
+			time.Sleep(700 * time.Millisecond)
+			f.clock.Advance(3 * time.Second)
+		}
+	})
+	checks := 0
+	for ctx.Err() == nil {
+		// One List is one consistent snapshot; the clock is read after it
+		// (it only moves forward), so every grant in it happened earlier.
+		recs, err := f.op.store.List(ctx, f.ns, "orders")
+		if err != nil {
+			break
+		}
+		now := f.clock.Now()
+		var live []string
+		for _, r := range recs {
+			if r.Kind == deploylease.KindMigration && r.Live(now) {
+				live = append(live, r.OperationID)
+			}
+		}
+		if len(live) > 1 {
+			t.Fatalf("migration leases of %v are live at once", live)
+		}
+		checks++
+	}
+	wg.Wait()
+	if grants.Load() < 4 || checks < 10 {
+		t.Fatalf("too little happened to mean anything: %d grants, %d checks", grants.Load(), checks)
+	}
+	t.Logf("%d grants, %d snapshot checks", grants.Load(), checks)
+}
