@@ -6,6 +6,8 @@ package main
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"log/slog"
 	"os"
@@ -21,6 +23,9 @@ func main() { os.Exit(run()) }
 
 func run() int {
 	cfg, err := operator.ParseConfig(os.Args[1:], os.Getenv, os.Stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0 // the flag package printed the usage
+	}
 	if err != nil {
 		// Even a refusal to start is one JSON line, like every other line.
 		logging.New(os.Stdout, slog.LevelInfo).Error("invalid configuration", "err", err.Error())

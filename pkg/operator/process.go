@@ -218,6 +218,11 @@ func (p *Process) Leading() bool { return p.state.leading.Load() }
 // Exit(1): no work may continue on a lost Lease.
 func (p *Process) Run(ctx context.Context) error {
 	log := p.Log
+	elector, err := p.newElector(ctx)
+	if err != nil {
+		p.closeListeners()
+		return err
+	}
 	serving := serveAll(p.listeners, log)
 	p.Informers.Start(ctx.Done())
 	go func() {
@@ -227,10 +232,6 @@ func (p *Process) Run(ctx context.Context) error {
 		}
 	}()
 
-	elector, err := p.newElector(ctx)
-	if err != nil {
-		return err
-	}
 	electionCtx, stopElection := context.WithCancel(context.Background())
 	defer stopElection()
 	electionDone := make(chan struct{})
