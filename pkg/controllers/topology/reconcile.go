@@ -180,6 +180,11 @@ func (p *pass) observeSite(s *render.Site) (SiteState, bool) {
 	p.sts[s.Name] = sts
 	st.StatefulSetExists = true
 	st.StatefulSetHash = sts.Spec.Template.Annotations[render.AnnotationPodTemplateHash]
+	if !sameImages(sts.Spec.Template.Spec, s.StatefulSet.Spec.Template.Spec) {
+		// Edited out of band (an image pinned by hand) while the hash
+		// annotation stayed: treat it as an old template, so it is rolled back.
+		st.StatefulSetHash = ""
+	}
 	st.StatefulSetObserved = sts.Status.ObservedGeneration >= sts.Generation
 	pod, err := p.kube.Core().V1().Pods().Lister().Pods(p.g.Namespace).Get(render.PodName(p.g.Name, s.Name))
 	if err == nil && metav1.IsControlledBy(pod, sts) {
@@ -366,4 +371,30 @@ func (p *pass) activeLabels(ctx context.Context) {
 			p.fail(fmt.Errorf("label pod %s %s=%s: %w", pod.Name, render.LabelActive, want, err))
 		}
 	}
+}
+
+// sameImages reports whether two pod specs run the same image in each
+// container, by name: the drift an out-of-band edit most often causes, and
+// one the API server never introduces by defaulting.
+func sameImages(live, desired corev1.PodSpec) bool {
+	images := func(s corev1.PodSpec) map[string]string {
+		m := map[string]string{}
+		for _, c := range s.InitContainers {
+			m["init/"+c.Name] = c.Image
+		}
+		for _, c := range s.Containers {
+			m[c.Name] = c.Image
+		}
+		return m
+	}
+	l, d := images(live), images(desired)
+	if len(l) != len(d) {
+		return false
+	}
+	for k, v := range d {
+		if l[k] != v {
+			return false
+		}
+	}
+	return true
 }
