@@ -78,8 +78,9 @@ type Manager struct {
 	tracker *observe.Tracker[Sample]
 	log     *slog.Logger
 
-	mu     sync.Mutex
-	groups map[string]*groupState
+	mu        sync.Mutex
+	groups    map[string]*groupState
+	closeOnce sync.Once
 }
 
 // groupState is the manager's in-memory cache of one group.

@@ -1,3 +1,5 @@
+//go:build managerwired
+
 // Package managerintegration runs the topology controller with its topology
 // manager against a real kube-apiserver, with every site a wire-level
 // simulated MySQL 9.7 server on loopback, addressed through the development
@@ -55,6 +57,8 @@ type env struct {
 	dyn   dynamic.Interface
 	sites map[string]*mysqlsim.Server
 	addrs *devaddr.Map
+	// created are the groups to delete at cleanup.
+	created []string
 }
 
 // siteDef is a simulated site: its name, role and server UUID number.
@@ -159,7 +163,12 @@ func (e *env) startOperator() *operatorRun {
 			stopEvents()
 		})
 	}
-	e.t.Cleanup(stop)
+	// At cleanup the groups are deleted while this operator still runs, so
+	// its finalizer is released; then it stops.
+	e.t.Cleanup(func() {
+		e.deleteGroups()
+		stop()
+	})
 	return &operatorRun{stop: stop, metrics: reg}
 }
 
@@ -190,22 +199,27 @@ func (e *env) group(sites []siteDef) *v1alpha1.MysqlFailoverGroup {
 
 func (e *env) create(g *v1alpha1.MysqlFailoverGroup) {
 	e.t.Helper()
-	api := e.ship.ShipstreamV1alpha1().MysqlFailoverGroups(e.ns)
-	if _, err := api.Create(context.Background(), g, metav1.CreateOptions{}); err != nil {
+	if _, err := e.ship.ShipstreamV1alpha1().MysqlFailoverGroups(e.ns).Create(context.Background(), g, metav1.CreateOptions{}); err != nil {
 		e.t.Fatalf("create group: %v", err)
 	}
-	// Deleted while the operator still runs (cleanups run in reverse order),
-	// so its finalizer is released.
-	e.t.Cleanup(func() {
-		_ = api.Delete(context.Background(), g.Name, metav1.DeleteOptions{})
+	e.created = append(e.created, g.Name)
+}
+
+// deleteGroups deletes the groups the test created and waits until they
+// are gone (the running operator releases its finalizer).
+func (e *env) deleteGroups() {
+	api := e.ship.ShipstreamV1alpha1().MysqlFailoverGroups(e.ns)
+	for _, name := range e.created {
+		_ = api.Delete(context.Background(), name, metav1.DeleteOptions{})
 		deadline := time.Now().Add(30 * time.Second)
 		for time.Now().Before(deadline) {
-			if _, err := api.Get(context.Background(), g.Name, metav1.GetOptions{}); apierrors.IsNotFound(err) {
-				return
+			if _, err := api.Get(context.Background(), name, metav1.GetOptions{}); apierrors.IsNotFound(err) {
+				break
 			}
-			time.Sleep(200 * time.Millisecond)
+			time.Sleep(100 * time.Millisecond)
 		}
-	})
+	}
+	e.created = nil
 }
 
 func (e *env) get() *v1alpha1.MysqlFailoverGroup {

@@ -1,3 +1,5 @@
+//go:build managerwired
+
 package managerintegration
 
 import (
@@ -12,8 +14,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/shipstream/bloodraven/pkg/apis/shipstream/v1alpha1"
-	"github.com/shipstream/bloodraven/pkg/controllers/topology"
-	"github.com/shipstream/bloodraven/pkg/gtid"
 	mgr "github.com/shipstream/bloodraven/pkg/topology"
 )
 
@@ -321,8 +321,3 @@ func matches(m *dto.Metric, labels []string) bool {
 	}
 	return true
 }
-
-var (
-	_ = topology.QueueName
-	_ = gtid.Set{}
-)

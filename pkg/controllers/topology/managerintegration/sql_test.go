@@ -1,3 +1,5 @@
+//go:build managerwired
+
 package managerintegration
 
 import (
