@@ -51,11 +51,12 @@ func needControlPlane(t *testing.T) {
 	}
 }
 
-// Short leader-election timings so handovers happen within seconds.
+// Leader-election timings short enough for quick handovers, long enough
+// that a loaded CI machine (several API servers on two cores) still renews.
 const (
-	leaseDuration = 4 * time.Second
-	renewDeadline = 3 * time.Second
-	retryPeriod   = 500 * time.Millisecond
+	leaseDuration = 10 * time.Second
+	renewDeadline = 7 * time.Second
+	retryPeriod   = time.Second
 	leaseName     = "bloodraven-leader"
 )
 
