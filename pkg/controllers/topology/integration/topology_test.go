@@ -605,3 +605,54 @@ func (e *env) versions() map[string]string {
 	}
 	return out
 }
+
+// A StatefulSet whose image was pinned by hand is rolled back to the
+// group's image (the site is rolled like any other change).
+func TestOutOfBandImageEditIsReverted(t *testing.T) {
+	e := newEnv(t)
+	g := sample(t)
+	g.Spec.Backup = nil
+	g = e.createGroup(g)
+	before := e.waitPods(g.Name, []string{"iad", "pdx", "reader"})
+	err := retryUpdate(func() error {
+		sts, err := e.statefulSet(g.Name, "pdx")
+		if err != nil {
+			return err
+		}
+		sts.Spec.Template.Spec.Containers[0].Image = "mysql:9.6"
+		_, err = e.kube.AppsV1().StatefulSets(e.ns).Update(context.Background(), sts, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, waitFor, "pdx back on mysql:9.7", func() error {
+		sts, err := e.statefulSet(g.Name, "pdx")
+		if err != nil {
+			return err
+		}
+		if img := sts.Spec.Template.Spec.Containers[0].Image; img != "mysql:9.7" {
+			return fmt.Errorf("image %s", img)
+		}
+		pod, err := e.pod(g.Name, "pdx")
+		if err != nil {
+			return err
+		}
+		if pod.Spec.Containers[0].Image != "mysql:9.7" {
+			return fmt.Errorf("pod image %s", pod.Spec.Containers[0].Image)
+		}
+		return nil
+	})
+	unchanged(t, e, g.Name, before, "iad", "reader")
+}
+
+func retryUpdate(f func() error) error {
+	var err error
+	for range 10 {
+		if err = f(); err == nil || !apierrors.IsConflict(err) {
+			return err
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return err
+}
