@@ -42,6 +42,9 @@ func (c *Controller) finalize(ctx context.Context, g *v1alpha1.MysqlFailoverGrou
 			c.recorder.Eventf(g, corev1.EventTypeNormal, EventNodeUntainted, "node %s: removed %s (group deleted)", n.Name, key)
 		}
 	}
+	// Ask discovery afresh: a CRD installed since the last check must not
+	// let the record outlive the group.
+	c.forgetDNSCRD()
 	deleted, err := c.deleteDNSEndpoint(ctx, g.Namespace, render.DNSEndpointName(g.Name), g)
 	if err != nil {
 		errs = append(errs, err)
