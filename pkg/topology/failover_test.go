@@ -1,0 +1,103 @@
+package topology
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/shipstream/bloodraven/pkg/apis/shipstream/v1alpha1"
+	"github.com/shipstream/bloodraven/pkg/observe"
+)
+
+func TestFailoverDue(t *testing.T) {
+	now := t0
+	for _, c := range []struct {
+		name string
+		tr   FailoverTrigger
+		due  bool
+		why  string
+	}{
+		{"active reachable: nothing to do", FailoverTrigger{Now: now, ActiveReach: observe.Reachable}, false, ""},
+		{"active suspect (below failureThreshold): not yet", FailoverTrigger{Now: now, ActiveReach: observe.Suspect}, false, ""},
+		{"active unreachable, never failed over: due", FailoverTrigger{Now: now, ActiveReach: observe.Unreachable, Cooldown: 5 * time.Minute}, true, ""},
+		{"inside the cooldown: refused", FailoverTrigger{Now: now, ActiveReach: observe.Unreachable, Cooldown: 5 * time.Minute, LastFailover: now.Add(-4 * time.Minute)}, false, "failoverCooldown"},
+		{"cooldown passed: due", FailoverTrigger{Now: now, ActiveReach: observe.Unreachable, Cooldown: 5 * time.Minute, LastFailover: now.Add(-5 * time.Minute)}, true, ""},
+		{"held: refused", FailoverTrigger{Now: now, ActiveReach: observe.Unreachable, Held: true}, false, "held"},
+		{"a transition in flight: refused", FailoverTrigger{Now: now, ActiveReach: observe.Unreachable, InTransition: true}, false, "in flight"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			due, why := FailoverDue(c.tr)
+			if due != c.due || !strings.Contains(why, c.why) || (c.why == "" && why != "") {
+				t.Fatalf("FailoverDue = %v %q", due, why)
+			}
+		})
+	}
+}
+
+func TestChooseFailoverCandidate(t *testing.T) {
+	pc, dr := v1alpha1.SiteRolePrimaryCandidate, v1alpha1.SiteRoleDisasterRecovery
+	lag := func(n int64) *int64 { return &n }
+	cand := func(name string, role v1alpha1.SiteRole, executed, retrieved string, l *int64) FailoverCandidate {
+		return FailoverCandidate{Name: name, Role: role, Trusted: true, Executed: set(expand(executed)), Retrieved: set(expand(retrieved)), LagSeconds: l}
+	}
+	guards := FailoverGuards{MaxLagSeconds: 300, SeenOnSource: set(expand("I:1-10")), MaxMissing: 2}
+	for _, c := range []struct {
+		name    string
+		cands   []FailoverCandidate
+		g       func(FailoverGuards) FailoverGuards
+		site    string
+		refusal string
+		mayLose string
+	}{
+		{name: "the most advanced wins over spec order",
+			cands: []FailoverCandidate{cand("pdx", pc, "I:1-8", "", lag(0)), cand("sfo", pc, "I:1-10", "", lag(0))}, site: "sfo"},
+		{name: "received but not applied counts",
+			cands: []FailoverCandidate{cand("pdx", pc, "I:1-8", "", lag(0)), cand("sfo", pc, "I:1-5", "I:6-10", lag(0))}, site: "sfo"},
+		{name: "equal: spec order",
+			cands: []FailoverCandidate{cand("pdx", pc, "I:1-10", "", lag(0)), cand("sfo", pc, "I:1-10", "", lag(0))}, site: "pdx"},
+		{name: "equal: sitePriorities before spec order",
+			cands: []FailoverCandidate{cand("pdx", pc, "I:1-10", "", lag(0)), cand("sfo", pc, "I:1-10", "", lag(0))},
+			g:     func(g FailoverGuards) FailoverGuards { g.Priorities = []string{"sfo", "pdx"}; return g }, site: "sfo"},
+		{name: "priorities never beat a more advanced site",
+			cands: []FailoverCandidate{cand("pdx", pc, "I:1-10", "", lag(0)), cand("sfo", pc, "I:1-9", "", lag(0))},
+			g:     func(g FailoverGuards) FailoverGuards { g.Priorities = []string{"sfo"}; return g }, site: "pdx"},
+		{name: "a DisasterRecovery site is never promoted, even when ahead",
+			cands: []FailoverCandidate{cand("pdx", pc, "I:1-9", "", lag(0)), cand("dr", dr, "I:1-10", "", lag(0))}, site: "pdx", mayLose: "I:10"},
+		{name: "an untrusted site is not considered",
+			cands: []FailoverCandidate{cand("pdx", pc, "I:1-9", "", lag(0)), {Name: "sfo", Role: pc, Executed: set(expand("I:1-10"))}}, site: "pdx", mayLose: "I:10"},
+		{name: "no reachable candidate",
+			cands: []FailoverCandidate{cand("dr", dr, "I:1-10", "", lag(0))}, refusal: RefusalNoCandidate},
+		{name: "incomparable candidates: refused",
+			cands:   []FailoverCandidate{cand("pdx", pc, "I:1-9,P:1", "", lag(0)), cand("sfo", pc, "I:1-10", "", lag(0))},
+			refusal: RefusalIncomparableCandidates},
+		{name: "best candidate lagging beyond maxLagSeconds: refused",
+			cands: []FailoverCandidate{cand("pdx", pc, "I:1-10", "", lag(900))}, refusal: RefusalCandidateLagging},
+		{name: "lagging, but the override names it: promoted",
+			cands: []FailoverCandidate{cand("pdx", pc, "I:1-10", "", lag(900))},
+			g:     func(g FailoverGuards) FailoverGuards { g.Override = "pdx"; return g }, site: "pdx"},
+		{name: "lacking more than the bound of what the old primary committed: refused",
+			cands: []FailoverCandidate{cand("pdx", pc, "I:1-7", "", lag(0))}, refusal: RefusalCandidateMissingTransactions, mayLose: "I:8-10"},
+		{name: "lacking up to the bound: promoted, the loss is reported",
+			cands: []FailoverCandidate{cand("pdx", pc, "I:1-8", "", lag(0))}, site: "pdx", mayLose: "I:9-10"},
+		{name: "an override naming another site does not bypass the guards",
+			cands: []FailoverCandidate{cand("pdx", pc, "I:1-7", "", lag(0)), cand("sfo", pc, "I:1-6", "", lag(0))},
+			g:     func(g FailoverGuards) FailoverGuards { g.Override = "sfo"; return g }, refusal: RefusalCandidateMissingTransactions, mayLose: "I:8-10"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			g := guards
+			if c.g != nil {
+				g = c.g(g)
+			}
+			got := ChooseFailoverCandidate(c.cands, g)
+			if got.Site != c.site || got.Refusal != c.refusal {
+				t.Fatalf("choice %q refusal %q (%s), want %q %q", got.Site, got.Refusal, got.Message, c.site, c.refusal)
+			}
+			if !got.MayLose.Equal(set(expand(c.mayLose))) {
+				t.Fatalf("mayLose %s, want %s", got.MayLose.OneLine(), c.mayLose)
+			}
+			if got.Message == "" {
+				t.Fatal("no message")
+			}
+		})
+	}
+}
