@@ -315,6 +315,11 @@ func TestGrantRenewReleaseLifecycle(t *testing.T) {
 	if strings.Contains(stored, tok2) || !strings.Contains(stored, deploylease.HashToken(tok2)) {
 		t.Fatal("the Lease must hold the token's hash and never the token")
 	}
+	// Owned by the group: tombstones and records go when the group goes.
+	grp, _ := f.ship.ShipstreamV1alpha1().MysqlFailoverGroups(f.ns).Get(f.ctx, "orders", metav1.GetOptions{})
+	if len(l.OwnerReferences) != 1 || l.OwnerReferences[0].UID != grp.UID || l.OwnerReferences[0].Kind != "MysqlFailoverGroup" {
+		t.Fatalf("owner references %+v, want the group", l.OwnerReferences)
+	}
 	if l.Spec.LeaseDurationSeconds == nil || *l.Spec.LeaseDurationSeconds < 29 || *l.Spec.LeaseDurationSeconds > 30 {
 		t.Fatalf("leaseDurationSeconds %v, want the 30 s projection", l.Spec.LeaseDurationSeconds)
 	}
