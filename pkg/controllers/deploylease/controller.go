@@ -45,12 +45,14 @@ const QueueName = "deploy-lease"
 type Config struct {
 	Store      *deploylease.Store
 	Shipstream versioned.Interface
-	// Groups is the shared MysqlFailoverGroup informer.
-	Groups shipinformers.MysqlFailoverGroupInformer
-	// Leases, if set, is the shared coordination.k8s.io Lease informer; a
-	// new or renewed deployment lease then wakes its group, so expiry is
-	// recorded on time. Without it, groups are polled after each expiry.
-	Leases cache.SharedIndexInformer
+	// Groups are the shared MysqlFailoverGroup informers, one per watched
+	// namespace factory (one when the operator watches all namespaces).
+	Groups []shipinformers.MysqlFailoverGroupInformer
+	// Leases, if set, are the shared coordination.k8s.io Lease informers of
+	// the same factories; a new or renewed deployment lease then wakes its
+	// group, so expiry is recorded on time. Without them, a group is
+	// requeued at its next expiry only after a group event.
+	Leases []cache.SharedIndexInformer
 	// Recorder emits Events; Registerer receives the revocation counter.
 	Recorder        record.EventRecorder
 	Registerer      prometheus.Registerer
@@ -63,7 +65,7 @@ type Config struct {
 type Controller struct {
 	*controller.Loop
 	cfg         Config
-	groups      shiplisters.MysqlFailoverGroupLister
+	groups      []shiplisters.MysqlFailoverGroupLister
 	revocations *prometheus.CounterVec
 	log         *slog.Logger
 	now         func() time.Time
@@ -72,10 +74,13 @@ type Controller struct {
 // New builds the controller and registers its event handlers; start the
 // informers after it, then Run.
 func New(cfg Config) (*Controller, error) {
-	if cfg.Store == nil || cfg.Shipstream == nil || cfg.Groups == nil || cfg.Recorder == nil {
+	if cfg.Store == nil || cfg.Shipstream == nil || len(cfg.Groups) == 0 || cfg.Recorder == nil {
 		return nil, errors.New("deploylease controller: Store, Shipstream, Groups and Recorder are required")
 	}
-	c := &Controller{cfg: cfg, groups: cfg.Groups.Lister(), log: cfg.Logger, now: cfg.Now}
+	c := &Controller{cfg: cfg, log: cfg.Logger, now: cfg.Now}
+	for _, g := range cfg.Groups {
+		c.groups = append(c.groups, g.Lister())
+	}
 	if c.log == nil {
 		c.log = slog.Default()
 	}
@@ -102,11 +107,13 @@ func New(cfg Config) (*Controller, error) {
 		return nil, err
 	}
 	c.Loop = loop
-	if err := loop.Watch(cfg.Groups.Informer(), loop.EnqueueSelf()); err != nil {
-		return nil, err
+	for _, g := range cfg.Groups {
+		if err := loop.Watch(g.Informer(), loop.EnqueueSelf()); err != nil {
+			return nil, err
+		}
 	}
-	if cfg.Leases != nil {
-		if err := loop.Watch(cfg.Leases, loop.EnqueueMapped(groupOfLease)); err != nil {
+	for _, l := range cfg.Leases {
+		if err := loop.Watch(l, loop.EnqueueMapped(groupOfLease)); err != nil {
 			return nil, err
 		}
 	}
@@ -129,7 +136,7 @@ func groupOfLease(o metav1.Object) []controller.Key {
 
 // Reconcile revokes, clears the annotation and records expiry for one group.
 func (c *Controller) Reconcile(ctx context.Context, key controller.Key) (controller.Result, error) {
-	g, err := c.groups.MysqlFailoverGroups(key.Namespace).Get(key.Name)
+	g, err := c.group(key)
 	if apierrors.IsNotFound(err) {
 		return controller.Result{}, nil // its Leases are owned by it and go with it
 	}
@@ -160,6 +167,21 @@ func (c *Controller) Reconcile(ctx context.Context, key controller.Key) (control
 		return controller.Result{}, nil
 	}
 	return controller.Result{RequeueAfter: max(next.Sub(c.now()), 0) + 100*time.Millisecond}, nil
+}
+
+// group finds the group in whichever namespace lister holds it.
+func (c *Controller) group(key controller.Key) (*v1alpha1.MysqlFailoverGroup, error) {
+	var err error
+	for _, l := range c.groups {
+		var g *v1alpha1.MysqlFailoverGroup
+		if g, err = l.MysqlFailoverGroups(key.Namespace).Get(key.Name); err == nil {
+			return g, nil
+		}
+		if !apierrors.IsNotFound(err) {
+			return nil, err
+		}
+	}
+	return nil, err
 }
 
 // revokeByAnnotation rereads the group from the API server (the lister may

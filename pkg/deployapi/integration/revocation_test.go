@@ -13,8 +13,10 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	kubeinformers "k8s.io/client-go/informers"
+	"k8s.io/client-go/tools/cache"
 
 	shipinformers "github.com/shipstream/bloodraven/generated/informers/externalversions"
+	shipv1alpha1informers "github.com/shipstream/bloodraven/generated/informers/externalversions/shipstream/v1alpha1"
 	v1 "github.com/shipstream/bloodraven/pkg/apis/shipstream/v1alpha1"
 	ctrl "github.com/shipstream/bloodraven/pkg/controllers/deploylease"
 	"github.com/shipstream/bloodraven/pkg/deployapi"
@@ -33,8 +35,8 @@ func (f *fixture) startController() *ctrl.Controller {
 	c, err := ctrl.New(ctrl.Config{
 		Store:      deploylease.New(f.kube, deploylease.Options{Now: f.clock.Now, MaxClockSkew: 2 * time.Second}),
 		Shipstream: f.ship,
-		Groups:     shipFactory.Shipstream().V1alpha1().MysqlFailoverGroups(),
-		Leases:     kubeFactory.Coordination().V1().Leases().Informer(),
+		Groups:     []shipv1alpha1informers.MysqlFailoverGroupInformer{shipFactory.Shipstream().V1alpha1().MysqlFailoverGroups()},
+		Leases:     []cache.SharedIndexInformer{kubeFactory.Coordination().V1().Leases().Informer()},
 		Recorder:   recorder,
 		Registerer: prometheus.NewRegistry(),
 		Now:        f.clock.Now,
