@@ -32,6 +32,8 @@ func Decide(in Input) Decision {
 	switch {
 	case t != nil && t.Kind == v1alpha1.TransitionBootstrap:
 		d.continueBootstrap(t)
+	case t != nil && t.Kind == v1alpha1.TransitionAutomatic:
+		d.continueFailover(t)
 	case t != nil:
 		// Another kind of active-site change is in flight; it owns every
 		// mutation until it completes. Only observe.
@@ -39,7 +41,9 @@ func Decide(in Input) Decision {
 	case in.Status.ActiveSite == "":
 		d.bootstrap()
 	default:
-		d.steady(in.Status.ActiveSite)
+		if !d.startFailover(in.Status.ActiveSite) {
+			d.steady(in.Status.ActiveSite)
+		}
 	}
 	d.finishSites()
 	d.conditions()

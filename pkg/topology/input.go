@@ -108,6 +108,9 @@ type Input struct {
 	Observed map[string]SiteInput
 	// NewTransitionID names a transition this decision may record.
 	NewTransitionID string
+	// Failover configures automatic failover; a zero SelfFenceBound and
+	// Cooldown are used as given (tests), callers pass the spec's values.
+	Failover FailoverSettings
 }
 
 // ActionKind is a MySQL mutation the executor performs.

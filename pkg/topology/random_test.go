@@ -5,6 +5,9 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/shipstream/bloodraven/pkg/apis/shipstream/v1alpha1"
 	"github.com/shipstream/bloodraven/pkg/gtid"
@@ -65,9 +68,18 @@ func randomInput(r *rand.Rand) Input {
 	case 3:
 		status.ActiveSite = "iad"
 		status.TopologyGeneration = 2
-		status.Transition = &v1alpha1.Transition{ID: "y", Kind: v1alpha1.TransitionAutomatic, TargetSite: "pdx", TopologyGeneration: 3}
+		steps := []v1alpha1.TransitionStep{"", v1alpha1.StepAwaitingSelfFence, v1alpha1.StepCatchingUp, v1alpha1.StepPromoting, v1alpha1.StepPublishing}
+		deadline := metav1.NewTime(t0.Add(time.Duration(r.IntN(3)-1) * time.Minute))
+		kind := []v1alpha1.TransitionKind{v1alpha1.TransitionAutomatic, v1alpha1.TransitionPlanned}[r.IntN(2)]
+		status.Transition = &v1alpha1.Transition{ID: "y", Kind: kind, SourceSite: "iad", TargetSite: "pdx", TopologyGeneration: 3,
+			Step: steps[r.IntN(len(steps))], SourceFenceDeadline: &deadline}
 	}
-	return newInput(obs, status)
+	if r.IntN(3) == 0 {
+		status.LastFailover = &v1alpha1.LastFailover{Time: metav1.NewTime(t0.Add(-time.Duration(r.IntN(10)) * time.Minute)), Target: "iad"}
+	}
+	in := newInput(obs, status)
+	in.Failover = FailoverSettings{Enabled: r.IntN(4) != 0, Cooldown: 5 * time.Minute, SelfFenceBound: time.Duration(r.IntN(3)) * time.Minute, MaxMissing: uint64(r.IntN(3))}
+	return in
 }
 
 func withTransition(st v1alpha1.MysqlFailoverGroupStatus, target string) v1alpha1.MysqlFailoverGroupStatus {
@@ -115,6 +127,10 @@ func TestDecideInvariants(t *testing.T) {
 				target := trusted(in, a.Site)
 				if target == nil {
 					fail("made untrusted site %s writable", a.Site)
+				}
+				if tr := in.Status.Transition; tr != nil && tr.Kind == v1alpha1.TransitionAutomatic {
+					checkFailoverPromotion(t, in, d, a, fenced, fail)
+					continue
 				}
 				if in.Status.Transition != nil && in.Status.Transition.Kind != v1alpha1.TransitionBootstrap {
 					fail("made %s writable during a %s transition", a.Site, in.Status.Transition.Kind)
@@ -172,8 +188,67 @@ func TestDecideInvariants(t *testing.T) {
 			}
 		}
 		if d.Status.ActiveSite != in.Status.ActiveSite && in.Status.ActiveSite != "" {
-			fail("active site changed from %s to %s without a failover", in.Status.ActiveSite, d.Status.ActiveSite)
+			tr := in.Status.Transition
+			if tr == nil || tr.Kind != v1alpha1.TransitionAutomatic || tr.TargetSite != d.Status.ActiveSite || !promoted(tr.Step) {
+				fail("active site changed from %s to %s outside a promoted failover", in.Status.ActiveSite, d.Status.ActiveSite)
+			}
+			if o := trusted(in, tr.TargetSite); o == nil || !o.Writable {
+				fail("published %s before it was observed writable", tr.TargetSite)
+			}
 		}
+		if in.Status.Transition == nil && d.Status.Transition != nil && d.Status.Transition.Kind == v1alpha1.TransitionAutomatic {
+			if in.Observed[in.Status.ActiveSite].Reach != observe.Unreachable {
+				fail("failover started while the active site is %s", in.Observed[in.Status.ActiveSite].Reach)
+			}
+			if lf := in.Status.LastFailover; lf != nil && in.Now.Sub(lf.Time.Time) < in.Failover.Cooldown {
+				fail("failover started inside the cooldown")
+			}
+			target := d.Status.Transition.TargetSite
+			if newRole(target) != v1alpha1.SiteRolePrimaryCandidate || trusted(in, target) == nil {
+				fail("failover target %s is not a reachable PrimaryCandidate", target)
+			}
+		}
+	}
+}
+
+func newRole(site string) v1alpha1.SiteRole {
+	for _, s := range fourSites {
+		if s.Name == site {
+			return s.Role
+		}
+	}
+	return ""
+}
+
+// checkFailoverPromotion: the candidate of an automatic failover is made
+// writable only once the old primary is observed fenced or its self-fence
+// deadline passed (or the failover was already past the point of no return),
+// and only after the candidate applied everything it received.
+func checkFailoverPromotion(t *testing.T, in Input, d Decision, a Action, fenced map[string]bool, fail func(string, ...any)) {
+	t.Helper()
+	tr := in.Status.Transition
+	if a.Site != tr.TargetSite {
+		fail("made %s writable during a failover to %s", a.Site, tr.TargetSite)
+	}
+	if o := trusted(in, tr.SourceSite); o != nil && o.Writable && !fenced[tr.SourceSite] {
+		fail("made %s writable while the old primary %s is writable and not fenced first", a.Site, tr.SourceSite)
+	}
+	if promoted(tr.Step) {
+		return
+	}
+	if tr.Step != v1alpha1.StepCatchingUp {
+		fail("made %s writable at step %q", a.Site, tr.Step)
+	}
+	src := trusted(in, tr.SourceSite)
+	if (src == nil || src.Writable) && in.Now.Before(tr.SourceFenceDeadline.Time) {
+		fail("made %s writable before the old primary's self-fence deadline", a.Site)
+	}
+	target := trusted(in, a.Site)
+	if r := target.Replica; r != nil && (r.IORunning != "No" || !r.Retrieved.IsSubsetOf(target.Executed)) {
+		fail("made %s writable before it applied what it received", a.Site)
+	}
+	if d.Status.Transition == nil || d.Status.Transition.Step != v1alpha1.StepPromoting || !d.WriteFirst {
+		fail("Promoting not recorded before the promotion")
 	}
 }
 

@@ -1,0 +1,271 @@
+package topology
+
+import (
+	"fmt"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/shipstream/bloodraven/pkg/apis/shipstream/v1alpha1"
+	"github.com/shipstream/bloodraven/pkg/gtid"
+	"github.com/shipstream/bloodraven/pkg/observe"
+)
+
+// FailoverSettings are the inputs of automatic failover.
+type FailoverSettings struct {
+	// Enabled turns automatic failover on. Off, an unreachable active site
+	// only degrades the group (a transition already recorded still runs).
+	Enabled bool
+	// Cooldown is spec.failoverCooldown (default 5m).
+	Cooldown time.Duration
+	// SelfFenceBound is how long after the operator's last contact with an
+	// unreachable primary it has surely fenced itself: its sidecar's
+	// leaseTimeout plus peerCheckInterval. Promotion waits for it.
+	SelfFenceBound time.Duration
+	// MaxMissing bounds how many transactions seen committed on the old
+	// primary the candidate may lack and still be promoted automatically.
+	MaxMissing uint64
+	// Priorities is spec.splitBrainPolicy.sitePriorities.
+	Priorities []string
+	// Override is a site named by a human to promote despite the lag and
+	// loss guards (the failover-override annotation, validated by the caller).
+	Override string
+}
+
+// CatchUp is the promotion's first MySQL step on the candidate: stop the
+// receiver and wait (bounded) until the applier executed everything
+// received. On timeout nothing is reset: the next decision waits again.
+const CatchUp ActionKind = "CatchUp"
+
+// Event reasons of automatic failover.
+const (
+	// EventFailoverStarted (Warning): the active site is unreachable; the
+	// intent to promote a candidate was recorded.
+	EventFailoverStarted = "FailoverStarted"
+	// EventFailoverRefused (Warning): the active site is unreachable and no
+	// candidate may be promoted automatically (the message says why and how
+	// to override).
+	EventFailoverRefused = "FailoverRefused"
+	// EventFailoverAborted (Warning): the candidate became unreachable
+	// before it was promoted; nothing changed.
+	EventFailoverAborted = "FailoverAborted"
+	// EventFailoverSucceeded (Normal): the candidate is the active site and
+	// the new topologyGeneration is published.
+	EventFailoverSucceeded = "FailoverSucceeded"
+	// EventTransactionsPossiblyLost (Warning): the promoted site lacks
+	// transactions the operator saw committed on the old primary.
+	EventTransactionsPossiblyLost = "TransactionsPossiblyLost"
+)
+
+// promoted reports whether a failover reached the point of no return: from
+// Promoting on, the target may have been made writable, so the change must
+// be finished, never abandoned.
+func promoted(s v1alpha1.TransitionStep) bool {
+	switch s {
+	case v1alpha1.StepPromoting, v1alpha1.StepRepointingFollowers, v1alpha1.StepDrainingSessions, v1alpha1.StepPublishing:
+		return true
+	}
+	return false
+}
+
+// lastContact is when the operator last heard from a site.
+func (d *decider) lastContact(site string) time.Time {
+	if o := d.in.Observed[site].Last; o != nil {
+		return o.At
+	}
+	if p := d.prevSite(site); p != nil && p.LastSeenTime != nil {
+		return p.LastSeenTime.Time
+	}
+	return d.in.Now
+}
+
+// seenOn is the last GTID set the operator saw on a site (memory first).
+func (d *decider) seenOn(site string) gtid.Set {
+	if o := d.in.Observed[site].Last; o != nil {
+		return o.Executed
+	}
+	if p := d.prevSite(site); p != nil {
+		if s, err := gtid.Parse(p.GTIDExecuted); err == nil {
+			return s
+		}
+	}
+	return gtid.Set{}
+}
+
+// startFailover records the intent of an automatic failover when the
+// active site is unreachable; it reports whether it did.
+func (d *decider) startFailover(active string) bool {
+	if !d.in.Failover.Enabled {
+		return false
+	}
+	var last time.Time
+	if lf := d.in.Status.LastFailover; lf != nil {
+		last = lf.Time.Time
+	}
+	due, why := FailoverDue(FailoverTrigger{Now: d.in.Now, ActiveReach: d.in.Observed[active].Reach, LastFailover: last,
+		Cooldown: d.in.Failover.Cooldown, Held: d.in.Status.AutomaticFailoverHold != nil})
+	if !due {
+		if why != "" {
+			d.refuseFailover(active, why)
+		}
+		return false
+	}
+	var cands []FailoverCandidate
+	for _, s := range d.in.Sites {
+		if s.Name == active {
+			continue
+		}
+		c := FailoverCandidate{Name: s.Name, Role: s.Role}
+		if o := d.view(s.Name); o != nil {
+			c.Trusted, c.Executed = true, o.Executed
+			if o.Replica != nil {
+				c.Retrieved, c.LagSeconds = o.Replica.Retrieved, o.Replica.SecondsBehindSource
+			}
+		}
+		cands = append(cands, c)
+	}
+	choice := ChooseFailoverCandidate(cands, FailoverGuards{
+		MaxLagSeconds: d.in.MaxLagSeconds, SeenOnSource: d.seenOn(active), MaxMissing: d.in.Failover.MaxMissing,
+		Priorities: d.in.Failover.Priorities, Override: d.in.Failover.Override,
+	})
+	if choice.Site == "" {
+		d.refuseFailover(active, choice.Message+" (to promote a site anyway, set the failover-override annotation; see docs/topology.md)")
+		return false
+	}
+	now := metav1.NewTime(d.in.Now)
+	deadline := metav1.NewTime(d.lastContact(active).Add(d.in.Failover.SelfFenceBound))
+	msg := choice.Message
+	if !choice.MayLose.IsEmpty() {
+		msg += fmt.Sprintf("; it lacks %d transactions seen on %s: %s", choice.MayLose.Count(), active, choice.MayLose.OneLine())
+	}
+	d.out.Status.Transition = &v1alpha1.Transition{
+		ID: d.in.NewTransitionID, Kind: v1alpha1.TransitionAutomatic, SourceSite: active, TargetSite: choice.Site,
+		TopologyGeneration: d.in.Status.TopologyGeneration + 1, Step: v1alpha1.StepAwaitingSelfFence,
+		StartTime: now, StepTime: &now, SourceFenceDeadline: &deadline, Message: truncate(msg, 1024),
+	}
+	d.out.WriteFirst = true
+	d.waiting = fmt.Sprintf("failover from %s to %s recorded", active, choice.Site)
+	d.event(true, EventFailoverStarted, "active site %s is unreachable: failing over to site %s (%s); promotion waits until %s for %s to have fenced itself",
+		active, choice.Site, msg, deadline.UTC().Format(time.RFC3339), active)
+	return true
+}
+
+func (d *decider) refuseFailover(active, why string) {
+	msg := fmt.Sprintf("active site %s is unreachable and is not failed over: %s", active, why)
+	d.degrade(v1alpha1.ReasonFailoverRefused, "%s", msg)
+	if prev := findCondition(d.in.Status.Conditions, v1alpha1.ConditionDegraded); prev == nil || prev.Reason != v1alpha1.ReasonFailoverRefused {
+		d.event(true, EventFailoverRefused, "%s", msg)
+	}
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n-3] + "..."
+}
+
+// step records the next step of a transition; the write comes before the
+// step's actions.
+func (d *decider) step(t *v1alpha1.Transition, s v1alpha1.TransitionStep) *v1alpha1.Transition {
+	nt := t.DeepCopy()
+	now := metav1.NewTime(d.in.Now)
+	nt.Step, nt.StepTime = s, &now
+	d.out.Status.Transition = nt
+	d.out.WriteFirst = true
+	return nt
+}
+
+// continueFailover advances a recorded automatic failover by one step.
+// Never two writers: a reachable writable old primary is fenced at every
+// step, and the candidate is made writable only after the old primary was
+// observed fenced or its self-fence deadline passed.
+func (d *decider) continueFailover(t *v1alpha1.Transition) {
+	src, target := t.SourceSite, t.TargetSite
+	sv, tv := d.view(src), d.view(target)
+	if sv != nil && sv.Writable {
+		d.act(Action{Kind: Fence, Site: src, Why: fmt.Sprintf("failover to %s in progress: the old primary must not take writes", target)})
+		if !promoted(t.Step) {
+			d.waiting = fmt.Sprintf("failover to %s: fencing the old primary %s", target, src)
+			return
+		}
+	}
+	if tv == nil {
+		if !promoted(t.Step) && d.in.Observed[target].Reach == observe.Unreachable {
+			d.out.Status.Transition = nil
+			d.out.WriteFirst = true
+			d.event(true, EventFailoverAborted, "failover from %s to %s abandoned before promotion: %s became unreachable", src, target, target)
+			return
+		}
+		d.waiting = fmt.Sprintf("failover to %s: waiting for a current observation of it", target)
+		return
+	}
+	switch {
+	case promoted(t.Step):
+		d.finishFailover(t, tv)
+	case t.Step == v1alpha1.StepCatchingUp:
+		d.catchUp(t, tv)
+	default: // Recorded, NotifyingSidecars, FencingSource, AwaitingSelfFence
+		fenced := sv != nil && !sv.Writable
+		if dl := t.SourceFenceDeadline; !fenced && dl != nil && d.in.Now.Before(dl.Time) {
+			d.waiting = fmt.Sprintf("failover to %s: waiting until %s for %s to have fenced itself", target, dl.UTC().Format(time.RFC3339), src)
+			return
+		}
+		d.step(t, v1alpha1.StepCatchingUp)
+		d.act(Action{Kind: CatchUp, Site: target, Why: "apply everything received before promotion"})
+	}
+}
+
+// catchUp waits for the candidate to apply what it received, then records
+// Promoting (and lastFailover with the promotion GTID set) before making it
+// writable: from here on the failover is finished, never abandoned.
+func (d *decider) catchUp(t *v1alpha1.Transition, tv *Observed) {
+	src, target := t.SourceSite, t.TargetSite
+	r := tv.Replica
+	caught := r == nil || (r.IORunning == "No" && r.Retrieved.IsSubsetOf(tv.Executed))
+	if !caught {
+		d.act(Action{Kind: CatchUp, Site: target, Why: "apply everything received before promotion"})
+		d.waiting = fmt.Sprintf("failover to %s: waiting for it to apply what it received", target)
+		return
+	}
+	// The deadline was checked before CatchingUp was recorded; checked again
+	// so that no recorded state (or clock step) can shortcut it.
+	if sv := d.view(src); (sv == nil || sv.Writable) && t.SourceFenceDeadline != nil && d.in.Now.Before(t.SourceFenceDeadline.Time) {
+		d.waiting = fmt.Sprintf("failover to %s: waiting for %s's self-fence deadline", target, src)
+		return
+	}
+	nt := d.step(t, v1alpha1.StepPromoting)
+	lost := d.seenOn(src).Subtract(tv.Executed)
+	d.out.Status.LastFailover = &v1alpha1.LastFailover{Time: *nt.StepTime, Target: target, Source: src, Kind: t.Kind,
+		PromotionGTIDExecuted: tv.Executed.OneLine(), PossiblyLostGTID: lost.OneLine()}
+	d.act(Action{Kind: MakeWritable, Site: target, ResetReplication: r != nil, Why: fmt.Sprintf("failover from unreachable %s", src)})
+}
+
+// finishFailover makes sure the promoted candidate is writable, then
+// publishes it with the new generation and clears the intent in one write.
+func (d *decider) finishFailover(t *v1alpha1.Transition, tv *Observed) {
+	src, target := t.SourceSite, t.TargetSite
+	if !tv.Writable {
+		d.act(Action{Kind: MakeWritable, Site: target, ResetReplication: tv.Replica != nil, Why: fmt.Sprintf("failover from unreachable %s", src)})
+		d.waiting = fmt.Sprintf("failover to %s: making it writable", target)
+		return
+	}
+	lf := d.out.Status.LastFailover
+	if lf == nil || lf.Target != target {
+		lf = &v1alpha1.LastFailover{Target: target, Source: src, Kind: t.Kind}
+	}
+	lf = lf.DeepCopy()
+	lf.Time = metav1.NewTime(d.in.Now)
+	d.out.Status.LastFailover = lf
+	d.out.Status.ActiveSite = target
+	d.out.Status.TopologyGeneration = t.TopologyGeneration
+	d.out.Status.Transition = nil
+	d.out.WriteFirst = true
+	d.event(false, EventFailoverSucceeded, "site %s is the active site (was %s); topologyGeneration is %d; promoted at %s",
+		target, src, t.TopologyGeneration, lf.PromotionGTIDExecuted)
+	if lf.PossiblyLostGTID != "" {
+		d.event(true, EventTransactionsPossiblyLost, "site %s lacks transactions the operator saw committed on %s before it failed: %s",
+			target, src, lf.PossiblyLostGTID)
+	}
+	d.steady(target)
+}

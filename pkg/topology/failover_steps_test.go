@@ -1,0 +1,207 @@
+package topology
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/shipstream/bloodraven/pkg/apis/shipstream/v1alpha1"
+	"github.com/shipstream/bloodraven/pkg/observe"
+)
+
+var pdxHost = "orders-pdx-internal.shop.svc"
+
+func failoverInput(obs map[string]SiteInput, st v1alpha1.MysqlFailoverGroupStatus) Input {
+	in := newInput(obs, st)
+	in.Failover = FailoverSettings{Enabled: true, Cooldown: 5 * time.Minute, SelfFenceBound: 20 * time.Second, MaxMissing: 0}
+	return in
+}
+
+// iadDown: the active site iad stopped answering after its last poll at t0.
+func iadDown() map[string]SiteInput {
+	obs := steadyObs()
+	obs["iad"] = SiteInput{Reach: observe.Unreachable, PollError: "connection refused", Last: site("iad", true, "I:1-10", nil).Last}
+	return obs
+}
+
+func inFailover(step v1alpha1.TransitionStep) v1alpha1.MysqlFailoverGroupStatus {
+	st := active(3, "iad")
+	dl := metav1.NewTime(t0.Add(20 * time.Second))
+	st.Transition = &v1alpha1.Transition{ID: "f1", Kind: v1alpha1.TransitionAutomatic, SourceSite: "iad", TargetSite: "pdx",
+		TopologyGeneration: 4, Step: step, StartTime: metav1.NewTime(t0), SourceFenceDeadline: &dl}
+	return st
+}
+
+func TestFailoverStart(t *testing.T) {
+	d := Decide(failoverInput(iadDown(), active(3, "iad")))
+	tr := d.Status.Transition
+	if tr == nil || tr.Kind != v1alpha1.TransitionAutomatic || tr.SourceSite != "iad" || tr.TargetSite != "pdx" || tr.TopologyGeneration != 4 ||
+		tr.Step != v1alpha1.StepAwaitingSelfFence || !d.WriteFirst || tr.SourceFenceDeadline == nil || !tr.SourceFenceDeadline.Time.Equal(t0.Add(20*time.Second)) {
+		t.Fatalf("transition %+v", tr)
+	}
+	if len(d.Actions) != 0 || d.Status.ActiveSite != "iad" || d.Status.TopologyGeneration != 3 {
+		t.Fatalf("intent recorded and acted on at once: %v %+v", actions(d), d.Status)
+	}
+	if !hasEvent(d, EventFailoverStarted, true) {
+		t.Fatalf("events %+v", d.Events)
+	}
+
+	t.Run("inside the cooldown: refused, Degraded says why", func(t *testing.T) {
+		st := active(3, "iad")
+		st.LastFailover = &v1alpha1.LastFailover{Time: metav1.NewTime(t0.Add(-time.Minute)), Target: "iad"}
+		d := Decide(failoverInput(iadDown(), st))
+		if d.Status.Transition != nil {
+			t.Fatal("failover inside the cooldown")
+		}
+		if g := cond(d, v1alpha1.ConditionDegraded); g.Reason != v1alpha1.ReasonFailoverRefused || !strings.Contains(g.Message, "failoverCooldown") {
+			t.Fatalf("Degraded %+v", g)
+		}
+		if !hasEvent(d, EventFailoverRefused, true) {
+			t.Fatalf("events %+v", d.Events)
+		}
+	})
+	t.Run("candidate lagging: refused; the override promotes it", func(t *testing.T) {
+		obs := iadDown()
+		r := replicating(iadHost)
+		lag := int64(900)
+		r.SecondsBehindSource = &lag
+		obs["pdx"] = site("pdx", false, "I:1-10", r)
+		obs["dr"] = unreachable()
+		d := Decide(failoverInput(obs, active(3, "iad")))
+		if d.Status.Transition != nil || !strings.Contains(cond(d, v1alpha1.ConditionDegraded).Message, "behind") {
+			t.Fatalf("transition %+v, Degraded %+v", d.Status.Transition, cond(d, v1alpha1.ConditionDegraded))
+		}
+		in := failoverInput(obs, active(3, "iad"))
+		in.Failover.Override = "pdx"
+		if d := Decide(in); d.Status.Transition == nil || d.Status.Transition.TargetSite != "pdx" {
+			t.Fatalf("override ignored: %+v", d.Status.Transition)
+		}
+	})
+	t.Run("active only suspect: no failover yet", func(t *testing.T) {
+		obs := steadyObs()
+		obs["iad"] = SiteInput{Reach: observe.Suspect, Last: obs["iad"].Last}
+		if d := Decide(failoverInput(obs, active(3, "iad"))); d.Status.Transition != nil {
+			t.Fatal("failover before failureThreshold")
+		}
+	})
+}
+
+func TestFailoverSteps(t *testing.T) {
+	t.Run("before the self-fence deadline: wait", func(t *testing.T) {
+		d := Decide(failoverInput(iadDown(), inFailover(v1alpha1.StepAwaitingSelfFence)))
+		if len(d.Actions) != 0 || d.WriteFirst {
+			t.Fatalf("actions %v", actions(d))
+		}
+	})
+	t.Run("after the deadline: CatchingUp recorded, catch-up started", func(t *testing.T) {
+		in := failoverInput(iadDown(), inFailover(v1alpha1.StepAwaitingSelfFence))
+		in.Now = t0.Add(21 * time.Second)
+		d := Decide(in)
+		if d.Status.Transition.Step != v1alpha1.StepCatchingUp || !d.WriteFirst || strings.Join(actions(d), ",") != "CatchUp pdx" {
+			t.Fatalf("step %s actions %v", d.Status.Transition.Step, actions(d))
+		}
+	})
+	t.Run("old primary back and writable: fenced first, no progress", func(t *testing.T) {
+		obs := iadDown()
+		obs["iad"] = site("iad", true, "I:1-10", nil)
+		in := failoverInput(obs, inFailover(v1alpha1.StepAwaitingSelfFence))
+		in.Now = t0.Add(time.Minute)
+		d := Decide(in)
+		if strings.Join(actions(d), ",") != "Fence iad" || d.WriteFirst {
+			t.Fatalf("actions %v", actions(d))
+		}
+	})
+	t.Run("old primary back and fenced: no need to wait for the deadline", func(t *testing.T) {
+		obs := iadDown()
+		obs["iad"] = site("iad", false, "I:1-10", nil)
+		d := Decide(failoverInput(obs, inFailover(v1alpha1.StepAwaitingSelfFence)))
+		if d.Status.Transition.Step != v1alpha1.StepCatchingUp {
+			t.Fatalf("step %s", d.Status.Transition.Step)
+		}
+	})
+	t.Run("received but not applied: keep catching up, no promotion", func(t *testing.T) {
+		obs := iadDown()
+		r := replicating(iadHost)
+		r.IORunning, r.Retrieved = "No", set(expand("I:1-12"))
+		obs["pdx"] = site("pdx", false, "I:1-10", r)
+		in := failoverInput(obs, inFailover(v1alpha1.StepCatchingUp))
+		in.Now = t0.Add(time.Minute)
+		d := Decide(in)
+		if strings.Join(actions(d), ",") != "CatchUp pdx" || d.Status.Transition.Step != v1alpha1.StepCatchingUp {
+			t.Fatalf("actions %v step %s", actions(d), d.Status.Transition.Step)
+		}
+	})
+	t.Run("caught up: Promoting and lastFailover recorded, then made writable", func(t *testing.T) {
+		obs := iadDown()
+		obs["iad"].Last.Executed = set(expand("I:1-12"))
+		r := replicating(iadHost)
+		r.IORunning, r.Retrieved = "No", set(expand("I:1-11"))
+		obs["pdx"] = site("pdx", false, "I:1-11", r)
+		in := failoverInput(obs, inFailover(v1alpha1.StepCatchingUp))
+		in.Now = t0.Add(time.Minute)
+		d := Decide(in)
+		if d.Status.Transition.Step != v1alpha1.StepPromoting || !d.WriteFirst || strings.Join(actions(d), ",") != "MakeWritable pdx" || !d.Actions[0].ResetReplication {
+			t.Fatalf("step %s actions %+v", d.Status.Transition.Step, d.Actions)
+		}
+		lf := d.Status.LastFailover
+		if lf == nil || lf.Target != "pdx" || lf.Source != "iad" || lf.PromotionGTIDExecuted != expand("I:1-11") || lf.PossiblyLostGTID != expand("I:12") {
+			t.Fatalf("lastFailover %+v", lf)
+		}
+	})
+	t.Run("promoted and writable: published in one write, followers repointed", func(t *testing.T) {
+		obs := iadDown()
+		obs["pdx"] = site("pdx", true, "I:1-11", nil)
+		st := inFailover(v1alpha1.StepPromoting)
+		st.LastFailover = &v1alpha1.LastFailover{Time: metav1.NewTime(t0), Target: "pdx", Source: "iad", PromotionGTIDExecuted: expand("I:1-11"), PossiblyLostGTID: expand("I:12")}
+		in := failoverInput(obs, st)
+		in.Now = t0.Add(time.Minute)
+		d := Decide(in)
+		if d.Status.ActiveSite != "pdx" || d.Status.TopologyGeneration != 4 || d.Status.Transition != nil || !d.WriteFirst {
+			t.Fatalf("status %+v", d.Status)
+		}
+		if lf := d.Status.LastFailover; lf.PromotionGTIDExecuted != expand("I:1-11") || !lf.Time.Time.Equal(in.Now) {
+			t.Fatalf("lastFailover %+v", lf)
+		}
+		if got := strings.Join(actions(d), ","); got != "Repoint dr,Repoint reader" {
+			t.Fatalf("actions %s", got)
+		}
+		for _, a := range d.Actions {
+			if a.SourceHost != pdxHost {
+				t.Fatalf("repointed to %s", a.SourceHost)
+			}
+		}
+		if !hasEvent(d, EventFailoverSucceeded, false) || !hasEvent(d, EventTransactionsPossiblyLost, true) {
+			t.Fatalf("events %+v", d.Events)
+		}
+	})
+	t.Run("candidate lost before promotion: aborted", func(t *testing.T) {
+		obs := iadDown()
+		obs["pdx"] = unreachable()
+		d := Decide(failoverInput(obs, inFailover(v1alpha1.StepCatchingUp)))
+		if d.Status.Transition != nil || !d.WriteFirst || d.Status.TopologyGeneration != 3 || !hasEvent(d, EventFailoverAborted, true) {
+			t.Fatalf("status %+v", d.Status)
+		}
+	})
+	t.Run("candidate lost after promotion: never abandoned", func(t *testing.T) {
+		obs := iadDown()
+		obs["pdx"] = unreachable()
+		d := Decide(failoverInput(obs, inFailover(v1alpha1.StepPromoting)))
+		if d.Status.Transition == nil || d.WriteFirst || len(d.Actions) != 0 {
+			t.Fatalf("status %+v actions %v", d.Status, actions(d))
+		}
+	})
+}
+
+func TestFailoverDisabled(t *testing.T) {
+	in := failoverInput(iadDown(), active(3, "iad"))
+	in.Failover.Enabled = false
+	d := Decide(in)
+	if d.Status.Transition != nil || len(d.Actions) != 0 {
+		t.Fatalf("failover while disabled: %+v %v", d.Status.Transition, actions(d))
+	}
+	if g := cond(d, v1alpha1.ConditionDegraded); g.Reason != v1alpha1.ReasonSiteUnhealthy {
+		t.Fatalf("Degraded %+v", g)
+	}
+}
