@@ -4,8 +4,10 @@ import (
 	"context"
 	"flag"
 	"log/slog"
+	"net/http"
 	"os"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -14,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/client-go/rest"
 
 	"github.com/shipstream/bloodraven/e2e/framework"
 	"github.com/shipstream/bloodraven/generated/clientset/versioned"
@@ -45,7 +48,7 @@ func needControlPlane(t *testing.T) {
 
 // startOperator runs an in-process operator (leader election, informers,
 // the database controller) watching ns, and stops it when the test ends.
-func startOperator(t *testing.T, ns string) *operator.Process {
+func startOperator(t *testing.T, ns string, before ...func(*operator.Process)) *operator.Process {
 	t.Helper()
 	cfg := operator.Config{
 		Kubeconfig: cp.KubeconfigPath,
@@ -65,6 +68,9 @@ func startOperator(t *testing.T, ns string) *operator.Process {
 		t.Fatal(err)
 	}
 	p.Exit = func(code int) { t.Errorf("operator exited with %d", code) }
+	for _, f := range before {
+		f(p)
+	}
 	if _, err := database.New(p); err != nil {
 		t.Fatal(err)
 	}
@@ -252,7 +258,8 @@ func TestObservedGenerationFollowsSpecEdits(t *testing.T) {
 func TestUnchangedStatusIsNotWritten(t *testing.T) {
 	needControlPlane(t)
 	ns := cp.NewNamespace(t)
-	p := startOperator(t, ns)
+	var writes statusWrites
+	p := startOperator(t, ns, writes.count)
 	c := client(t)
 	ctx := context.Background()
 	if _, err := c.ShipstreamV1alpha1().MysqlDatabases(ns).Create(ctx, newDatabase(ns, "app", "orders"), metav1.CreateOptions{}); err != nil {
@@ -263,19 +270,22 @@ func TestUnchangedStatusIsNotWritten(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := waitReady(t, c, ns, "app", database.ReasonGroupNotReady, database.PhasePending)
-	adds := queueAdds(t, p)
+	writesBefore := writes.n.Load()
 	for i := range 3 {
+		// Each group update wakes the database: wait until the queue has
+		// processed one more key than before the update.
+		before := processed(t, p)
 		group.Labels = map[string]string{"touch": string(rune('a' + i))}
 		if group, err = c.ShipstreamV1alpha1().MysqlFailoverGroups(ns).Update(ctx, group, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-	}
-	deadline := time.Now().Add(10 * time.Second)
-	for queueAdds(t, p) < adds+3 {
-		if time.Now().After(deadline) {
-			t.Fatalf("group updates did not reach the database queue (adds %v -> %v)", adds, queueAdds(t, p))
+		deadline := time.Now().Add(10 * time.Second)
+		for processed(t, p) <= before {
+			if time.Now().After(deadline) {
+				t.Fatalf("group update %d did not wake the database controller", i)
+			}
+			time.Sleep(20 * time.Millisecond)
 		}
-		time.Sleep(50 * time.Millisecond)
 	}
 	time.Sleep(500 * time.Millisecond) // let the reconciles finish
 	after, err := c.ShipstreamV1alpha1().MysqlDatabases(ns).Get(ctx, "app", metav1.GetOptions{})
@@ -285,22 +295,48 @@ func TestUnchangedStatusIsNotWritten(t *testing.T) {
 	if after.ResourceVersion != before.ResourceVersion {
 		t.Fatalf("status rewritten without a change: resourceVersion %s -> %s", before.ResourceVersion, after.ResourceVersion)
 	}
+	// The API server ignores a no-op update, so count the requests too.
+	if n := writes.n.Load() - writesBefore; n != 0 {
+		t.Fatalf("%d status writes while nothing changed, want 0", n)
+	}
 }
 
-func queueAdds(t *testing.T, p *operator.Process) float64 {
+// statusWrites counts PUTs to mysqldatabases/status sent by the controller.
+type statusWrites struct{ n atomic.Int32 }
+
+func (w *statusWrites) count(p *operator.Process) {
+	cfg := rest.CopyConfig(cp.Config)
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			if r.Method == http.MethodPut && strings.HasSuffix(r.URL.Path, "/status") && strings.Contains(r.URL.Path, "/mysqldatabases/") {
+				w.n.Add(1)
+			}
+			return rt.RoundTrip(r)
+		})
+	})
+	p.Shipstream = versioned.NewForConfigOrDie(cfg)
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// processed is how many keys the database queue has finished
+// (workqueue_work_duration_seconds_count).
+func processed(t *testing.T, p *operator.Process) uint64 {
 	t.Helper()
 	mfs, err := p.Metrics.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, mf := range mfs {
-		if mf.GetName() != "workqueue_adds_total" {
+		if mf.GetName() != "workqueue_work_duration_seconds" {
 			continue
 		}
 		for _, m := range mf.GetMetric() {
 			for _, l := range m.GetLabel() {
 				if l.GetName() == "name" && l.GetValue() == database.QueueName {
-					return m.GetCounter().GetValue()
+					return m.GetHistogram().GetSampleCount()
 				}
 			}
 		}
