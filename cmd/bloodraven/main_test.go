@@ -376,8 +376,9 @@ func TestSIGTERMReleasesTheLeaseAndExitsCleanly(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit code after SIGTERM = %d, want 0", code)
 	}
-	// The Lease was released, so the follower need not wait for it to expire.
-	waitUntil(t, "the follower to lead", 2*leaseDuration, follower.leading)
+	// The Lease was released, so the follower need not wait for it to expire:
+	// without the release it could not lead before leaseDuration-retryPeriod.
+	waitUntil(t, "the follower to lead before the Lease could expire", leaseDuration/2, follower.leading)
 	handover := time.Since(start)
 	t.Logf("SIGTERM: leader exited in %s; follower led %s after the signal", took.Round(time.Millisecond), handover.Round(time.Millisecond))
 	if !strings.Contains(leader.stdout.String(), `"msg":"shutdown complete"`) {
