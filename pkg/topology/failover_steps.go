@@ -121,6 +121,11 @@ func (d *decider) startFailover(active string) bool {
 			if o.Replica != nil {
 				c.Retrieved, c.LagSeconds = o.Replica.Retrieved, o.Replica.SecondsBehindSource
 			}
+			// Lag catches up once the source is gone; what counts is how far
+			// behind the site was while the old primary still answered.
+			if si := d.in.Observed[s.Name]; si.LagAtLastActiveContactKnown {
+				c.LagSeconds = si.LagAtLastActiveContact
+			}
 		}
 		cands = append(cands, c)
 	}

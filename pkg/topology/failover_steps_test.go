@@ -79,6 +79,17 @@ func TestFailoverStart(t *testing.T) {
 			t.Fatalf("override ignored: %+v", d.Status.Transition)
 		}
 	})
+	t.Run("the lag at the old primary's last answer counts, not the current one", func(t *testing.T) {
+		obs := iadDown()
+		obs["dr"] = unreachable()
+		lag := int64(900)
+		si := obs["pdx"]
+		si.LagAtLastActiveContact, si.LagAtLastActiveContactKnown = &lag, true
+		obs["pdx"] = si
+		if d := Decide(failoverInput(obs, active(3, "iad"))); d.Status.Transition != nil {
+			t.Fatal("a candidate that was 900s behind when the primary died was promoted")
+		}
+	})
 	t.Run("active only suspect: no failover yet", func(t *testing.T) {
 		obs := steadyObs()
 		obs["iad"] = SiteInput{Reach: observe.Suspect, Last: obs["iad"].Last}

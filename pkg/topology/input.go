@@ -83,6 +83,11 @@ type SiteInput struct {
 	// MutationError is the last failed repoint or replica start of the site,
 	// cleared by the next success.
 	MutationError string
+	// LagAtLastActiveContact is the site's Seconds_Behind_Source in the last
+	// poll round in which the active site answered (the lag guard of
+	// automatic failover); valid when LagAtLastActiveContactKnown.
+	LagAtLastActiveContact      *int64
+	LagAtLastActiveContactKnown bool
 }
 
 // Input is one decision's input.

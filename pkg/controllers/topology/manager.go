@@ -60,6 +60,14 @@ type ManagerOptions struct {
 	Program string
 	// Metrics receives the manager's metrics; nil records none.
 	Metrics *Metrics
+	// AutomaticFailover turns on automatic failover (issue 9, partly built:
+	// see docs/topology.md). Off, an unreachable active site only degrades
+	// the group.
+	AutomaticFailover bool
+	// FailoverMaxMissing: how many transactions the operator saw committed
+	// on the old primary the candidate may lack (neither applied nor
+	// received) and still be promoted automatically. Default 0.
+	FailoverMaxMissing uint64
 	// Now and NewID replace the clock and the transition id source in tests.
 	Now   func() time.Time
 	NewID func() string
@@ -88,6 +96,9 @@ type groupState struct {
 	clients  map[string]*siteClient // by site
 	clones   map[string]*topology.CloneState
 	mutation map[string]string // last failed repoint/start by site
+	// lagAtActive is each site's lag in the last round the active site
+	// answered (automatic failover's lag guard).
+	lagAtActive map[string]*int64
 }
 
 type siteClient struct {
@@ -145,6 +156,7 @@ func (m *Manager) state(key string) *groupState {
 	s := m.groups[key]
 	if s == nil {
 		s = &groupState{clients: map[string]*siteClient{}, clones: map[string]*topology.CloneState{}, mutation: map[string]string{}}
+		s.lagAtActive = map[string]*int64{}
 		m.groups[key] = s
 	}
 	return s
@@ -316,8 +328,17 @@ func (p *mpass) input(results map[string]observe.Result[Sample]) topology.Input 
 	if r := g.Spec.Replication; r != nil && r.MaxLagSeconds != nil {
 		in.MaxLagSeconds = int64(*r.MaxLagSeconds)
 	}
+	in.Failover = p.failoverSettings()
 	p.m.mu.Lock()
 	defer p.m.mu.Unlock()
+	if a, ok := results[g.Status.ActiveSite]; ok && a.Fresh && a.Health.Reach == observe.Reachable {
+		p.st.lagAtActive = map[string]*int64{}
+		for site, r := range results {
+			if r.Fresh && r.Last != nil && r.Last.Value.Replica != nil {
+				p.st.lagAtActive[site] = r.Last.Value.Replica.SecondsBehindSource
+			}
+		}
+	}
 	for _, s := range g.Spec.Sites {
 		role := s.Role
 		if role == "" {
@@ -334,6 +355,9 @@ func (p *mpass) input(results map[string]observe.Result[Sample]) topology.Input 
 		}
 		if c := p.st.clones[s.Name]; c != nil {
 			si.Clone = *c
+		}
+		if lag, ok := p.st.lagAtActive[s.Name]; ok {
+			si.LagAtLastActiveContact, si.LagAtLastActiveContactKnown = lag, true
 		}
 		in.Observed[s.Name] = si
 	}

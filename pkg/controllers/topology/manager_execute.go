@@ -102,8 +102,11 @@ func (p *mpass) run(ctx context.Context, actions []topology.Action) {
 }
 
 func (p *mpass) do(ctx context.Context, a topology.Action) error {
-	if a.Kind == topology.Clone {
+	switch a.Kind {
+	case topology.Clone:
 		return p.startClone(ctx, a)
+	case topology.CatchUp:
+		return p.catchUp(ctx, a.Site)
 	}
 	c, err := p.client(a.Site)
 	if err != nil {

@@ -1,0 +1,89 @@
+package topology
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/shipstream/bloodraven/pkg/apis/shipstream/v1alpha1"
+	"github.com/shipstream/bloodraven/pkg/topology"
+)
+
+// AnnotationFailoverOverride lets a human promote a candidate the lag and
+// loss guards refused: "<site>:confirm=<group name>". It never overrides
+// incomparable candidates or a site that is not a reachable PrimaryCandidate.
+const AnnotationFailoverOverride = "bloodraven.shipstream.io/failover-override"
+
+// failoverOverride returns the site named by a well-formed override
+// annotation, or "" (a malformed value is ignored and logged).
+func failoverOverride(g *v1alpha1.MysqlFailoverGroup) (string, error) {
+	v, ok := g.Annotations[AnnotationFailoverOverride]
+	if !ok {
+		return "", nil
+	}
+	site, confirm, found := strings.Cut(v, ":confirm=")
+	if !found || site == "" || confirm != g.Name {
+		return "", fmt.Errorf("annotation %s=%q: want <site>:confirm=%s", AnnotationFailoverOverride, v, g.Name)
+	}
+	for _, s := range g.Spec.Sites {
+		if s.Name == site {
+			return site, nil
+		}
+	}
+	return "", fmt.Errorf("annotation %s names site %q, which is not in spec.sites", AnnotationFailoverOverride, site)
+}
+
+// failoverSettings reads the group's failover timers.
+func (p *mpass) failoverSettings() topology.FailoverSettings {
+	g := p.g
+	s := topology.FailoverSettings{Enabled: p.m.opts.AutomaticFailover, Cooldown: 5 * time.Minute, MaxMissing: p.m.opts.FailoverMaxMissing}
+	if d := g.Spec.FailoverCooldown; d != nil {
+		s.Cooldown = d.Duration
+	}
+	lease, peer := 15*time.Second, 2*time.Second
+	if sc := g.Spec.Sidecar; sc != nil {
+		if sc.LeaseTimeout != nil {
+			lease = sc.LeaseTimeout.Duration
+		}
+		if sc.PeerCheckInterval != nil {
+			peer = sc.PeerCheckInterval.Duration
+		}
+	}
+	s.SelfFenceBound = lease + peer
+	if sb := g.Spec.SplitBrainPolicy; sb != nil {
+		s.Priorities = sb.SitePriorities
+	}
+	site, err := failoverOverride(g)
+	if err != nil {
+		p.m.log.Warn("failover override ignored", "group", p.key, "err", err.Error())
+	}
+	s.Override = site
+	return s
+}
+
+// catchUp stops the candidate's receiver and waits, bounded, until its
+// applier executed everything received. A timeout is not an error: the
+// next decision sees the candidate still behind and waits again; nothing is
+// reset meanwhile.
+func (p *mpass) catchUp(ctx context.Context, site string) error {
+	c, err := p.client(site)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, p.m.opts.StatementTimeout)
+	defer cancel()
+	if err := c.StopReplicaIOThread(ctx); err != nil {
+		return err
+	}
+	rs, err := c.ReplicaStatus(ctx)
+	if err != nil || rs == nil {
+		return err
+	}
+	reached, err := c.WaitForGTIDSet(ctx, rs.RetrievedGTIDSet, p.m.opts.StatementTimeout/2)
+	if err != nil {
+		return err
+	}
+	p.m.log.Info("failover candidate catch-up", "group", p.key, "site", site, "applied", reached)
+	return nil
+}
