@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"k8s.io/client-go/util/workqueue"
 )
@@ -25,7 +26,9 @@ func scrape(t *testing.T, r *Registry) string {
 
 func TestWorkqueueMetricsAreLabelledByQueueName(t *testing.T) {
 	r := NewRegistry()
-	q := workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
+	q := workqueue.NewTypedRateLimitingQueueWithConfig(
+		// A retry delayed for an hour: counted as a retry, never as an add here.
+		workqueue.NewTypedItemExponentialFailureRateLimiter[string](time.Hour, time.Hour),
 		workqueue.TypedRateLimitingQueueConfig[string]{Name: "database", MetricsProvider: r.Workqueue})
 	defer q.ShutDown()
 	q.Add("a")
