@@ -8,7 +8,9 @@
 #
 # Defaults: 500 requests at 50 req/s (10 s per kind) over 100 groups, one
 # migration lease each (renewals rotate over them, as many deployments
-# renewing every ttl/3 would).
+# renewing every ttl/3 would). BENCH_SELECTABLE_FIELD=1 in the environment
+# first declares spec.failoverGroupRef.name selectable on the MysqlDatabase
+# CRD, so each request lists only its group's databases.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 requests=${1:-500}

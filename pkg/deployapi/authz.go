@@ -5,8 +5,11 @@ import (
 	"errors"
 	"slices"
 	"sort"
+	"sync/atomic"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 
 	"github.com/shipstream/bloodraven/generated/clientset/versioned"
 	v1alpha1 "github.com/shipstream/bloodraven/pkg/apis/shipstream/v1alpha1"
@@ -21,7 +24,16 @@ type authorizer struct {
 	client versioned.Interface
 	// namespaces the operator watches; empty means all.
 	namespaces []string
+	// noFieldSelector is set once the API server refused the field
+	// selector (the MysqlDatabase CRD does not declare spec.failoverGroupRef.name
+	// as a selectable field); from then on every database is listed and
+	// filtered here.
+	noFieldSelector atomic.Bool
 }
+
+// groupRefField is the field selector that lets the API server return only
+// the databases of one group, when the CRD declares it selectable.
+const groupRefField = "spec.failoverGroupRef.name"
 
 // grantsOf returns, per namespace, the names of the MysqlDatabases that
 // reference group and declare caller as a deployment client.
@@ -32,7 +44,7 @@ func (a *authorizer) grantsOf(ctx context.Context, group string, caller Caller) 
 	}
 	out := map[string][]string{}
 	for _, ns := range nss {
-		list, err := a.client.ShipstreamV1alpha1().MysqlDatabases(ns).List(ctx, metav1.ListOptions{})
+		list, err := a.list(ctx, ns, group)
 		if err != nil {
 			return nil, err
 		}
@@ -44,6 +56,21 @@ func (a *authorizer) grantsOf(ctx context.Context, group string, caller Caller) 
 		}
 	}
 	return out, nil
+}
+
+// list reads the databases of ns from the API server (never a cache),
+// narrowed to group by a field selector when the API server supports it.
+func (a *authorizer) list(ctx context.Context, ns, group string) (*v1alpha1.MysqlDatabaseList, error) {
+	dbs := a.client.ShipstreamV1alpha1().MysqlDatabases(ns)
+	if !a.noFieldSelector.Load() {
+		sel := fields.OneTermEqualSelector(groupRefField, group).String()
+		list, err := dbs.List(ctx, metav1.ListOptions{FieldSelector: sel})
+		if !apierrors.IsBadRequest(err) {
+			return list, err
+		}
+		a.noFieldSelector.Store(true)
+	}
+	return dbs.List(ctx, metav1.ListOptions{})
 }
 
 // authorizes is the per-database rule: same group name, caller declared,
