@@ -258,4 +258,3 @@ func (s *site) appWriteRefused(t *testing.T) bool {
 	}
 	return mysql.IsReadOnly(err)
 }
-

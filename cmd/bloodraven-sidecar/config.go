@@ -1,0 +1,186 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/shipstream/bloodraven/pkg/devaddr"
+	"github.com/shipstream/bloodraven/pkg/logging"
+	"github.com/shipstream/bloodraven/pkg/mysql"
+	"github.com/shipstream/bloodraven/pkg/protocol"
+	"github.com/shipstream/bloodraven/pkg/sidecar"
+)
+
+// Environment variables; the first block is what the operator's pod
+// template sets (pkg/render).
+const (
+	envNamespace         = "BLOODRAVEN_NAMESPACE"
+	envGroup             = "BLOODRAVEN_FAILOVER_GROUP"
+	envSite              = "BLOODRAVEN_SITE"
+	envListenAddr        = "BLOODRAVEN_LISTEN_ADDR"
+	envOperatorEndpoint  = "BLOODRAVEN_OPERATOR_ENDPOINT"
+	envLeaseTimeout      = "BLOODRAVEN_LEASE_TIMEOUT"
+	envPeerCheckInterval = "BLOODRAVEN_PEER_CHECK_INTERVAL"
+	envMySQLUser         = "BLOODRAVEN_MYSQL_USER"
+	envMySQLPassword     = "BLOODRAVEN_MYSQL_PASSWORD"
+
+	envPeerSites         = "BLOODRAVEN_PEER_SITES"
+	envMySQLAddr         = "BLOODRAVEN_MYSQL_ADDR"
+	envMySQLUserFile     = "BLOODRAVEN_MYSQL_USER_FILE"
+	envMySQLPasswordFile = "BLOODRAVEN_MYSQL_PASSWORD_FILE"
+	envLogLevel          = "BLOODRAVEN_LOG_LEVEL"
+)
+
+type options struct {
+	namespace, group, site     string
+	listenAddr                 string
+	operatorEndpoint           string
+	leaseTimeout, peerInterval time.Duration
+	peerSites                  string
+	mysqlAddr                  string
+	mysqlUser, mysqlUserFile   string
+	mysqlPasswordFile          string
+	mysqlPassword              string // only from the environment, never a flag
+	siteAddresses              string
+	logLevel                   slog.Level
+	mysqlAddrSet, peerSitesSet bool
+}
+
+// parse reads flags, with each default taken from its environment variable.
+func parse(args []string, getenv func(string) string) (options, error) {
+	var o options
+	fs := flag.NewFlagSet("bloodraven-sidecar", flag.ContinueOnError)
+	fs.SetOutput(os.Stderr)
+	env := func(name, def string) string {
+		if v := getenv(name); v != "" {
+			return v
+		}
+		return def
+	}
+	fs.StringVar(&o.namespace, "namespace", env(envNamespace, ""), "namespace of the failover group ($"+envNamespace+")")
+	fs.StringVar(&o.group, "group", env(envGroup, ""), "failover group name ($"+envGroup+")")
+	fs.StringVar(&o.site, "site", env(envSite, ""), "this sidecar's site ($"+envSite+")")
+	fs.StringVar(&o.listenAddr, "listen-addr", env(envListenAddr, fmt.Sprintf(":%d", protocol.SidecarPort)), "listen address ($"+envListenAddr+")")
+	fs.StringVar(&o.operatorEndpoint, "operator-endpoint", env(envOperatorEndpoint, ""), "host:port of the operator's auxiliary listener, spec.sidecar.operatorEndpoint ($"+envOperatorEndpoint+")")
+	lease := fs.String("lease-timeout", env(envLeaseTimeout, "15s"), "spec.sidecar.leaseTimeout ($"+envLeaseTimeout+")")
+	interval := fs.String("peer-check-interval", env(envPeerCheckInterval, "2s"), "spec.sidecar.peerCheckInterval ($"+envPeerCheckInterval+")")
+	fs.StringVar(&o.peerSites, "peer-sites", env(envPeerSites, ""), "comma-separated names of the group's other sites ($"+envPeerSites+"); with a development site-address map, defaults to every other site of the group in it")
+	fs.StringVar(&o.mysqlAddr, "mysql-addr", env(envMySQLAddr, "127.0.0.1:3306"), "host:port of the local mysqld ($"+envMySQLAddr+"); with a development site-address map, defaults to this site's mysqld in it")
+	fs.StringVar(&o.mysqlUser, "mysql-user", env(envMySQLUser, ""), "MySQL user, the operator Secret's username ($"+envMySQLUser+")")
+	fs.StringVar(&o.mysqlUserFile, "mysql-user-file", env(envMySQLUserFile, ""), "file holding the MySQL user, e.g. the mounted operator Secret's username key ($"+envMySQLUserFile+")")
+	fs.StringVar(&o.mysqlPasswordFile, "mysql-password-file", env(envMySQLPasswordFile, ""), "file holding the MySQL password, e.g. the mounted operator Secret's password key ($"+envMySQLPasswordFile+"); otherwise $"+envMySQLPassword)
+	fs.StringVar(&o.siteAddresses, "dev-site-addresses", env(devaddr.EnvVar, ""), "development-only site-address map file ($"+devaddr.EnvVar+")")
+	level := fs.String("log-level", env(envLogLevel, "info"), "debug, info, warn or error ($"+envLogLevel+")")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if fs.NArg() > 0 {
+		return o, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	fs.Visit(func(f *flag.Flag) {
+		switch f.Name {
+		case "mysql-addr":
+			o.mysqlAddrSet = true
+		case "peer-sites":
+			o.peerSitesSet = true
+		}
+	})
+	o.mysqlAddrSet = o.mysqlAddrSet || getenv(envMySQLAddr) != ""
+	o.peerSitesSet = o.peerSitesSet || getenv(envPeerSites) != ""
+	o.mysqlPassword = getenv(envMySQLPassword)
+	var err error
+	if o.leaseTimeout, err = time.ParseDuration(*lease); err != nil {
+		return o, fmt.Errorf("--lease-timeout %q: %v", *lease, err)
+	}
+	if o.peerInterval, err = time.ParseDuration(*interval); err != nil {
+		return o, fmt.Errorf("--peer-check-interval %q: %v", *interval, err)
+	}
+	if o.logLevel, err = logging.ParseLevel(*level); err != nil {
+		return o, fmt.Errorf("--log-level: %v", err)
+	}
+	return o, nil
+}
+
+// sidecarConfig resolves credentials and addresses.
+func (o options) sidecarConfig() (sidecar.Config, error) {
+	cfg := sidecar.Config{Namespace: o.namespace, Group: o.group, Site: o.site, OperatorEndpoint: o.operatorEndpoint,
+		LeaseTimeout: o.leaseTimeout, PeerCheckInterval: o.peerInterval}
+	user, err := secretValue("--mysql-user-file", o.mysqlUserFile, o.mysqlUser)
+	if err != nil {
+		return cfg, err
+	}
+	pass, err := secretValue("--mysql-password-file", o.mysqlPasswordFile, o.mysqlPassword)
+	if err != nil {
+		return cfg, err
+	}
+	cfg.MySQL = mysql.Options{Addr: o.mysqlAddr, User: user, Password: pass, Program: sidecar.Program}
+
+	var resolver devaddr.Resolver = devaddr.Cluster{SidecarPort: protocol.SidecarPort}
+	var dev *devaddr.Map
+	if o.siteAddresses != "" {
+		if dev, err = devaddr.Load(o.siteAddresses); err != nil {
+			return cfg, fmt.Errorf("--dev-site-addresses: %w", err)
+		}
+		resolver = dev
+		if !o.mysqlAddrSet {
+			if cfg.MySQL.Addr, err = dev.MySQLAddr(o.key(o.site)); err != nil {
+				return cfg, fmt.Errorf("--dev-site-addresses: %w", err)
+			}
+		}
+	}
+	sites := splitList(o.peerSites)
+	if !o.peerSitesSet && dev != nil {
+		sites = nil
+		for _, e := range dev.Entries() {
+			if e.Site.Namespace == o.namespace && e.Site.Group == o.group && e.Site.Site != o.site && e.Sidecar != "" {
+				sites = append(sites, e.Site.Site)
+			}
+		}
+	}
+	for _, s := range sites {
+		addr, err := resolver.SidecarAddr(o.key(s))
+		if err != nil {
+			return cfg, fmt.Errorf("--peer-sites: %w", err)
+		}
+		cfg.Peers = append(cfg.Peers, sidecar.Peer{Site: s, Addr: addr})
+	}
+	if err := cfg.Validate(); err != nil {
+		return cfg, fmt.Errorf("configuration: %s", strings.ReplaceAll(err.Error(), "\n", "; "))
+	}
+	return cfg, nil
+}
+
+func (o options) key(site string) devaddr.SiteKey {
+	return devaddr.SiteKey{Namespace: o.namespace, Group: o.group, Site: site}
+}
+
+// secretValue reads a credential from a file (a mounted Secret key, trailing
+// newline ignored) or takes the direct value. The value is never logged.
+func secretValue(flagName, file, direct string) (string, error) {
+	if file == "" {
+		return direct, nil
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", flagName, err)
+	}
+	v := strings.TrimRight(string(b), "\r\n")
+	if v == "" {
+		return "", fmt.Errorf("%s: %s is empty", flagName, file)
+	}
+	return v, nil
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
