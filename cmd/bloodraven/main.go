@@ -15,6 +15,7 @@ import (
 	"syscall"
 
 	"github.com/shipstream/bloodraven/pkg/controllers/database"
+	"github.com/shipstream/bloodraven/pkg/controllers/topology"
 	"github.com/shipstream/bloodraven/pkg/logging"
 	"github.com/shipstream/bloodraven/pkg/operator"
 )
@@ -61,6 +62,9 @@ func run() int {
 // module registers itself here, in one place, before the informers start.
 func registerModules(p *operator.Process) error {
 	if _, err := database.New(p); err != nil {
+		return err
+	}
+	if _, err := topology.New(p); err != nil {
 		return err
 	}
 	return nil
