@@ -200,6 +200,11 @@ func (m *Manager) Reconcile(ctx context.Context, g *v1alpha1.MysqlFailoverGroup)
 		g = p.g
 	}
 	m.opts.Metrics.record(g, results)
+	if g.Status.Transition != nil {
+		// A change in flight moves at the base rate: backing off because the
+		// old primary keeps failing would only delay the new one.
+		return g, p.pollInterval(), err
+	}
 	return g, p.cadence(results), err
 }
 

@@ -126,7 +126,7 @@ type operatorRun struct {
 
 // startOperator runs the topology controller with its manager on informers
 // limited to the test namespace, until stop (or test cleanup).
-func (e *env) startOperator() *operatorRun {
+func (e *env) startOperator(tweak ...func(*topology.ManagerOptions)) *operatorRun {
 	e.t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	recorder, stopEvents := events.NewRecorder(ctx, e.kube)
@@ -135,13 +135,17 @@ func (e *env) startOperator() *operatorRun {
 		Kube:       map[string]kubeinformers.SharedInformerFactory{e.ns: kubeinformers.NewSharedInformerFactoryWithOptions(e.kube, 0, kubeinformers.WithNamespace(e.ns))},
 	}
 	reg := prometheus.NewRegistry()
+	mo := topology.ManagerOptions{
+		Resolver: e.addrs, StatementTimeout: 2 * time.Second, CloneRetryDelay: 2 * time.Second,
+		StatusRefresh: 5 * time.Second, Metrics: topology.NewMetrics(reg),
+	}
+	for _, f := range tweak {
+		f(&mo)
+	}
 	c, err := topology.NewController(topology.Options{
 		Kube: e.kube, Shipstream: e.ship, Dynamic: e.dyn, Informers: inf, Recorder: recorder,
 		SidecarImage: "ghcr.io/shipstream/bloodraven-sidecar:1.7.0-test", DNSCRDRecheck: time.Minute,
-		Manager: topology.ManagerOptions{
-			Resolver: e.addrs, StatementTimeout: 2 * time.Second, CloneRetryDelay: 2 * time.Second,
-			StatusRefresh: 5 * time.Second, Metrics: topology.NewMetrics(reg),
-		},
+		Manager: mo,
 	})
 	if err != nil {
 		e.t.Fatal(err)

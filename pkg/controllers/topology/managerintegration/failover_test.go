@@ -1,0 +1,203 @@
+//go:build managerwired
+
+package managerintegration
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/shipstream/bloodraven/pkg/apis/shipstream/v1alpha1"
+	"github.com/shipstream/bloodraven/pkg/controllers/topology"
+	"github.com/shipstream/bloodraven/pkg/mysqlsim"
+	mgr "github.com/shipstream/bloodraven/pkg/topology"
+)
+
+func withFailover(o *topology.ManagerOptions) { o.AutomaticFailover = true }
+
+// failoverGroup: sidecar timers at their minimum, so the self-fence wait
+// before a promotion is 2.5s; failoverCooldown at its minimum, 30s.
+func (e *env) failoverGroup(sites []siteDef) *v1alpha1.MysqlFailoverGroup {
+	g := e.group(sites)
+	g.Spec.Sidecar = &v1alpha1.SidecarSpec{LeaseTimeout: &metav1.Duration{Duration: 2 * time.Second}, PeerCheckInterval: &metav1.Duration{Duration: 500 * time.Millisecond}}
+	g.Spec.FailoverCooldown = &metav1.Duration{Duration: 30 * time.Second}
+	return g
+}
+
+func (e *env) waitActive(site string, gen int64) *v1alpha1.MysqlFailoverGroup {
+	e.t.Helper()
+	var g *v1alpha1.MysqlFailoverGroup
+	eventually(e.t, waitFor, fmt.Sprintf("site %s active at generation %d", site, gen), func() error {
+		g = e.get()
+		if g.Status.ActiveSite != site || g.Status.TopologyGeneration != gen || g.Status.Transition != nil {
+			return fmt.Errorf("active %q generation %d transition %+v", g.Status.ActiveSite, g.Status.TopologyGeneration, g.Status.Transition)
+		}
+		return nil
+	})
+	return g
+}
+
+// The active site crashes: after failureThreshold polls the intent is
+// recorded (visible as status.transition, what the deploy API answers 423
+// on), the candidate is promoted only after the old primary's self-fence
+// deadline, and the new topology is published with the next generation.
+// The old primary coming back writable is fenced at once; a second crash
+// inside failoverCooldown is not failed over.
+func TestFailoverOnPrimaryCrash(t *testing.T) {
+	e := newEnv(t, threeSites)
+	e.startOperator(withFailover)
+	e.create(e.failoverGroup(threeSites))
+	e.waitCondition(v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonHealthy)
+	e.exec("iad", "CREATE DATABASE orders", "CREATE DATABASE billing")
+	committed := e.sites["iad"].Snapshot().Executed
+	eventually(t, waitFor, "pdx applied iad's writes", func() error {
+		if !committed.IsSubsetOf(e.sites["pdx"].Snapshot().Executed) {
+			return fmt.Errorf("pdx behind")
+		}
+		return nil
+	})
+
+	crashed := time.Now()
+	e.sites["iad"].Crash()
+	var tr *v1alpha1.Transition
+	eventually(t, waitFor, "failover intent recorded", func() error {
+		tr = e.get().Status.Transition
+		if tr == nil {
+			return fmt.Errorf("no transition yet")
+		}
+		return nil
+	})
+	if tr.Kind != v1alpha1.TransitionAutomatic || tr.SourceSite != "iad" || tr.TargetSite != "pdx" || tr.TopologyGeneration != 2 || tr.SourceFenceDeadline == nil {
+		t.Fatalf("transition %+v", tr)
+	}
+	if s := e.sites["pdx"].Snapshot(); !s.ReadOnly {
+		t.Fatal("pdx writable as soon as the intent was recorded, before iad's self-fence deadline")
+	}
+	g := e.waitActive("pdx", 2)
+	promotedAfter := time.Since(crashed)
+	if s := e.sites["pdx"].Snapshot(); s.ReadOnly || !committed.IsSubsetOf(s.Executed) {
+		t.Fatalf("pdx after promotion: %+v", s)
+	}
+	lf := g.Status.LastFailover
+	if lf == nil || lf.Target != "pdx" || lf.Source != "iad" || lf.Kind != v1alpha1.TransitionAutomatic || lf.PromotionGTIDExecuted == "" || lf.PossiblyLostGTID != "" {
+		t.Fatalf("lastFailover %+v", lf)
+	}
+	if !g.Status.LastFailover.Time.After(tr.SourceFenceDeadline.Time) && !g.Status.LastFailover.Time.Equal(tr.SourceFenceDeadline) {
+		t.Fatalf("published at %s, before the self-fence deadline %s", lf.Time, tr.SourceFenceDeadline)
+	}
+	t.Logf("crash to new primary published: %s", promotedAfter.Round(100*time.Millisecond))
+	e.waitEvent(mgr.EventFailoverSucceeded, corev1.EventTypeNormal)
+	eventually(t, waitFor, "reader follows pdx; annotations written", func() error {
+		g := e.get()
+		if st := site(g, "reader"); st.SourceHost != e.fqdn("pdx") || st.Replication != v1alpha1.ReplicationRunning {
+			return fmt.Errorf("reader %s %s", st.SourceHost, st.Replication)
+		}
+		if g.Annotations[topology.AnnotationLastFailoverTarget] != "pdx" || g.Annotations[topology.AnnotationLastFailover] == "" {
+			return fmt.Errorf("annotations %v", g.Annotations)
+		}
+		return nil
+	})
+
+	// The old primary returns writable: fenced, then it follows pdx.
+	if err := e.sites["iad"].Restart(); err != nil {
+		t.Fatal(err)
+	}
+	e.exec("iad", "SET GLOBAL read_only = OFF")
+	eventually(t, waitFor, "returning old primary fenced and following pdx", func() error {
+		s := e.sites["iad"].Snapshot()
+		st := site(e.get(), "iad")
+		if !s.SuperReadOnly || st.SourceHost != e.fqdn("pdx") || st.Replication != v1alpha1.ReplicationRunning {
+			return fmt.Errorf("iad super_read_only=%v source %s %s", s.SuperReadOnly, st.SourceHost, st.Replication)
+		}
+		return nil
+	})
+	e.waitEvent(mgr.EventSiteFenced, corev1.EventTypeWarning)
+
+	// pdx crashes inside the cooldown: no second failover.
+	e.sites["pdx"].Crash()
+	g = e.waitCondition(v1alpha1.ConditionDegraded, metav1.ConditionTrue, v1alpha1.ReasonFailoverRefused)
+	if msg := condition(g, v1alpha1.ConditionDegraded).Message; !contains(msg, "failoverCooldown") {
+		t.Fatalf("Degraded message %q", msg)
+	}
+	time.Sleep(time.Second)
+	if g := e.get(); g.Status.ActiveSite != "pdx" || g.Status.TopologyGeneration != 2 || g.Status.Transition != nil {
+		t.Fatalf("failed over inside the cooldown: %+v", g.Status)
+	}
+}
+
+// The most advanced candidate wins, counting what it received but had not
+// applied, and it applies that before it is made writable.
+func TestMostAdvancedCandidateWins(t *testing.T) {
+	sites := []siteDef{{"iad", v1alpha1.SiteRolePrimaryCandidate}, {"pdx", v1alpha1.SiteRolePrimaryCandidate}, {"sfo", v1alpha1.SiteRolePrimaryCandidate}}
+	e := newEnv(t, sites)
+	e.startOperator(withFailover)
+	e.create(e.failoverGroup(sites))
+	e.waitCondition(v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonHealthy)
+
+	// pdx stops receiving; sfo receives but applies 3s late.
+	mysqlsim.PartitionPeers(e.sites["iad"], e.sites["pdx"])
+	if err := e.sites["sfo"].InjectApplyLag(3 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	e.exec("iad", "CREATE DATABASE late1", "CREATE DATABASE late2")
+	committed := e.sites["iad"].Snapshot().Executed
+	eventually(t, waitFor, "sfo received (not applied) iad's writes", func() error {
+		s := e.sites["sfo"].Snapshot()
+		if !committed.IsSubsetOf(s.Executed.Union(s.Retrieved)) {
+			return fmt.Errorf("sfo retrieved %s", s.Retrieved.OneLine())
+		}
+		if committed.IsSubsetOf(s.Executed) {
+			return fmt.Errorf("sfo already applied everything; the test needs it behind")
+		}
+		return nil
+	})
+	e.sites["iad"].Crash()
+	g := e.waitActive("sfo", 2)
+	if s := e.sites["sfo"].Snapshot(); !committed.IsSubsetOf(s.Executed) {
+		t.Fatalf("sfo promoted without applying what it received: %s", s.Executed.OneLine())
+	}
+	if lf := g.Status.LastFailover; lf.PossiblyLostGTID != "" {
+		t.Fatalf("lastFailover %+v", lf)
+	}
+}
+
+// A candidate that was far behind when the primary died is not promoted
+// automatically; the override annotation promotes it.
+func TestLagGuardRefusesAndOverrideWorks(t *testing.T) {
+	sites := threeSites[:2]
+	e := newEnv(t, sites)
+	e.startOperator(withFailover)
+	g := e.failoverGroup(sites)
+	g.Spec.Replication = &v1alpha1.ReplicationSpec{MaxLagSeconds: ptr.To(int32(1))}
+	e.create(g)
+	e.waitCondition(v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonHealthy)
+	if err := e.sites["pdx"].InjectApplyLag(8 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 20 {
+		e.exec("iad", fmt.Sprintf("CREATE DATABASE w%d", i))
+		time.Sleep(100 * time.Millisecond)
+	}
+	e.sites["iad"].Crash()
+	g = e.waitCondition(v1alpha1.ConditionDegraded, metav1.ConditionTrue, v1alpha1.ReasonFailoverRefused)
+	if msg := condition(g, v1alpha1.ConditionDegraded).Message; !contains(msg, "pdx", "behind", "failover-override") {
+		t.Fatalf("Degraded message %q", msg)
+	}
+	e.waitEvent(mgr.EventFailoverRefused, corev1.EventTypeWarning)
+	time.Sleep(time.Second)
+	if g := e.get(); g.Status.ActiveSite != "iad" || g.Status.Transition != nil {
+		t.Fatalf("refused candidate promoted: %+v", g.Status)
+	}
+
+	api := e.ship.ShipstreamV1alpha1().MysqlFailoverGroups(e.ns)
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:"pdx:confirm=%s"}}}`, topology.AnnotationFailoverOverride, groupName)
+	if _, err := api.Patch(context.Background(), groupName, "application/merge-patch+json", []byte(patch), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.waitActive("pdx", 2)
+}
