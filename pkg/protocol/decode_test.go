@@ -129,3 +129,25 @@ func TestDecodeResponseErrors(t *testing.T) {
 	}
 	_, _ = io.Copy(io.Discard, resp.Body)
 }
+
+func TestReportsHealthyMySQL(t *testing.T) {
+	age := func(ms int64) *int64 { return &ms }
+	cases := []struct {
+		name string
+		s    SiteStatus
+		want bool
+	}{
+		{"fresh source", SiteStatus{ObservationAgeMillis: age(900), MySQL: &MySQLStatus{Reachable: true, Role: RoleSource}}, true},
+		{"fresh replica", SiteStatus{ObservationAgeMillis: age(0), MySQL: &MySQLStatus{Reachable: true, Role: RoleReplica}}, true},
+		{"stale", SiteStatus{ObservationAgeMillis: age(5001), MySQL: &MySQLStatus{Reachable: true, Role: RoleSource}}, false},
+		{"age not reported", SiteStatus{MySQL: &MySQLStatus{Reachable: true, Role: RoleSource}}, false},
+		{"unreachable", SiteStatus{ObservationAgeMillis: age(10), MySQL: &MySQLStatus{Reachable: false, Role: RoleUnknown}}, false},
+		{"inconsistent", SiteStatus{ObservationAgeMillis: age(10), MySQL: &MySQLStatus{Reachable: true, Role: RoleInconsistent}}, false},
+		{"mysql not reported", SiteStatus{ObservationAgeMillis: age(10)}, false},
+	}
+	for _, c := range cases {
+		if got := c.s.ReportsHealthyMySQL(5 * time.Second); got != c.want {
+			t.Errorf("%s: ReportsHealthyMySQL = %v, want %v", c.name, got, c.want)
+		}
+	}
+}

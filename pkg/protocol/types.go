@@ -41,8 +41,12 @@ type SiteStatus struct {
 	SidecarVersion string `json:"sidecarVersion,omitempty"`
 	// Capabilities lists the Capability* strings this sidecar supports.
 	Capabilities []string `json:"capabilities,omitempty"`
-	// ObservedAt is when MySQL was last observed (sidecar wall clock).
+	// ObservedAt is when MySQL was last observed (sidecar wall clock,
+	// informational).
 	ObservedAt *time.Time `json:"observedAt,omitempty"`
+	// ObservationAgeMillis is how old that observation was when the answer
+	// was written; a duration, so clock offsets between hosts do not matter.
+	ObservationAgeMillis *int64 `json:"observationAgeMillis,omitempty"`
 	// MySQL is the local mysqld; nil means not reported.
 	MySQL *MySQLStatus `json:"mysql,omitempty"`
 	// Fencing is the sidecar's self-fencing state; nil means not reported
@@ -58,6 +62,26 @@ func (s SiteStatus) HasCapability(c string) bool {
 		}
 	}
 	return false
+}
+
+// ReportsHealthyMySQL reports whether the sidecar saw its local mysqld answer,
+// with a consistent role, no longer than maxAge before it answered. The
+// operator's topology manager uses it as its second source: a site whose
+// mysqld the operator cannot reach while this holds is cut off from the
+// operator by the network, not dead (docs/sidecar.md).
+func (s SiteStatus) ReportsHealthyMySQL(maxAge time.Duration) bool {
+	if s.MySQL == nil || !s.MySQL.Reachable || s.ObservationAgeMillis == nil {
+		return false
+	}
+	if time.Duration(*s.ObservationAgeMillis)*time.Millisecond > maxAge {
+		return false
+	}
+	switch s.MySQL.Role {
+	case RoleSource, RoleReplica, RoleReadOnly:
+		return true
+	default:
+		return false
+	}
 }
 
 // MySQLStatus is the local mysqld as the sidecar last observed it.

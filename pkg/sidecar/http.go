@@ -111,7 +111,8 @@ func (s *Sidecar) Status() protocol.SiteStatus {
 	}
 	if o := s.st.obs; o != nil {
 		at := o.at.UTC()
-		st.ObservedAt = &at
+		age := time.Since(o.at).Milliseconds()
+		st.ObservedAt, st.ObservationAgeMillis = &at, &age
 		m := &protocol.MySQLStatus{Reachable: o.err == nil, Role: protocol.RoleUnknown}
 		if o.err != nil {
 			m.Error = o.err.Error()

@@ -273,6 +273,9 @@ func TestEndpoints(t *testing.T) {
 		m.Replication == nil || m.Replication.State != protocol.ReplicationNotReplicating {
 		t.Errorf("/status mysql = %+v", m)
 	}
+	if !st.ReportsHealthyMySQL(5 * time.Second) {
+		t.Errorf("/status of a healthy site does not report healthy mysqld: %+v", st)
+	}
 	if w, ok := m.Writable(); !ok || !w {
 		t.Errorf("/status reports writable=%v ok=%v for a writable server", w, ok)
 	}
@@ -366,6 +369,9 @@ func TestHealthFailsWhenMySQLIsDown(t *testing.T) {
 	get(t, dfw.addr+protocol.PathSidecarStatus, &st)
 	if st.MySQL == nil || st.MySQL.Reachable || st.MySQL.ReadOnly != nil {
 		t.Errorf("/status mysql = %+v, want unreachable with read_only not reported", st.MySQL)
+	}
+	if st.ReportsHealthyMySQL(time.Minute) {
+		t.Error("a crashed mysqld is reported healthy")
 	}
 	if code := get(t, dfw.addr+protocol.PathLivez, nil); code != 200 {
 		t.Errorf("/livez = %d: a dead mysqld is not a wedged loop", code)
