@@ -3,7 +3,6 @@ package integration_test
 import (
 	"bytes"
 	"context"
-	"crypto/tls"
 	"encoding/json"
 	"io"
 	"log/slog"
@@ -14,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -341,9 +339,6 @@ func (e *env) expect(r response, status int, code string) {
 	}
 }
 
-// tlsMinVersion guards that the test servers speak TLS 1.2+.
-var _ = tls.VersionTLS12
-
 func grantBody(kind, op, instance string, ttl int) map[string]any {
 	return map[string]any{"kind": kind, "operationId": op, "instance": instance, "ttlSeconds": ttl}
 }
@@ -374,5 +369,3 @@ func newFixture(t testing.TB) *fixture {
 	f.token = e.mint(f.appNS, "deployer", deployapi.DefaultAudience)
 	return f
 }
-
-var _ = corev1.EventTypeNormal
