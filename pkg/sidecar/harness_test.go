@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -116,21 +117,23 @@ func (s *groups) update(f func(st *v1alpha1.MysqlFailoverGroupStatus)) {
 type operator struct {
 	addr   string
 	groups *groups
-	leader bool
+	leader *atomic.Bool
 }
 
-func startOperator(t *testing.T, net0 *network, active string, gen int64) *operator {
+func startOperator(t testing.TB, net0 *network, active string, gen int64) *operator {
 	t.Helper()
 	g := &groups{g: &v1alpha1.MysqlFailoverGroup{ObjectMeta: metav1.ObjectMeta{Namespace: testNS, Name: testGroup}}}
 	g.g.Status.ActiveSite, g.g.Status.TopologyGeneration = active, gen
-	h := auxiliary.New(auxiliary.Options{Source: g, IsLeader: func() bool { return true }})
+	leader := &atomic.Bool{}
+	leader.Store(true)
+	h := auxiliary.New(auxiliary.Options{Source: g, IsLeader: leader.Load})
 	addr := serve(t, h)
 	net0.name(addr, "operator")
-	return &operator{addr: addr, groups: g}
+	return &operator{addr: addr, groups: g, leader: leader}
 }
 
 // serve runs h on a free loopback port until the test ends.
-func serve(t *testing.T, h http.Handler) string {
+func serve(t testing.TB, h http.Handler) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -169,7 +172,7 @@ type clusterOpts struct {
 
 // startSites starts one simulator and one sidecar per site; every sidecar
 // knows all others as peers. Everything stops at test cleanup.
-func startSites(t *testing.T, net0 *network, op *operator, specs []siteSpec, o clusterOpts) map[string]*site {
+func startSites(t testing.TB, net0 *network, op *operator, specs []siteSpec, o clusterOpts) map[string]*site {
 	t.Helper()
 	sites := map[string]*site{}
 	lns := map[string]net.Listener{}

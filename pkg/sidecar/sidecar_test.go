@@ -381,3 +381,22 @@ func TestHealthFailsWhenMySQLIsDown(t *testing.T) {
 	}
 	eventually(t, 10*time.Second, "/health recovers", func() bool { return get(t, dfw.addr+protocol.PathHealth, nil) == 200 })
 }
+
+// Only the leader's answer confirms: an operator process that lost (or never
+// had) leadership answers not_leader, which counts like no answer.
+func TestANonLeaderConfirmsNothing(t *testing.T) {
+	nw := newNetwork()
+	op := startOperator(t, nw, "iad", 1)
+	sites := startSites(t, nw, op, []siteSpec{{"iad", true}}, clusterOpts{})
+	iad := sites["iad"]
+	eventually(t, 10*time.Second, "iad confirmed", func() bool { return iad.decision() == fencing.ReasonOperatorConfirms })
+	lost := time.Now()
+	op.leader.Store(false)
+	at := waitFenced(t, iad, bound+5*time.Second)
+	if took := at.Sub(lost); took > bound {
+		t.Errorf("fenced %s after the leader stopped answering, beyond the bound %s", took, bound)
+	}
+	if got := iad.decision(); got != fencing.ReasonLeaseExpired {
+		t.Errorf("decision = %s, want %s", got, fencing.ReasonLeaseExpired)
+	}
+}
