@@ -232,6 +232,9 @@ func (s *Sidecar) recordOperator(a protocol.ActiveSite, sent time.Time) bool {
 		ActiveSite: a.ActiveSite, TopologyGeneration: a.TopologyGeneration,
 		Transition: a.Transition != nil, ValidUntil: sent.Add(s.cfg.LeaseTimeout),
 	}}
+	if s.st.operatorErr != "" {
+		s.log.Info("operator reachable again", "activeSite", a.ActiveSite, "topologyGeneration", a.TopologyGeneration)
+	}
 	s.st.operatorErr = ""
 	return true
 }
