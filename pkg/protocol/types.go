@@ -147,10 +147,25 @@ type FencingStatus struct {
 	SelfFencedAt *time.Time `json:"selfFencedAt,omitempty"`
 	// SelfFenceCount counts self-fences since the sidecar started.
 	SelfFenceCount int64 `json:"selfFenceCount"`
+	// OperatorError is why the latest request to the operator failed;
+	// empty when it answered.
+	OperatorError string `json:"operatorError,omitempty"`
+	// Peers are the peer sidecars as the latest round saw them.
+	Peers []PeerState `json:"peers,omitempty"`
 	// LeaseTimeout and PeerCheckInterval are the sidecar's settings (Go
 	// duration strings).
 	LeaseTimeout      string `json:"leaseTimeout,omitempty"`
 	PeerCheckInterval string `json:"peerCheckInterval,omitempty"`
+}
+
+// PeerState is one peer sidecar in FencingStatus.
+type PeerState struct {
+	Site      string `json:"site"`
+	Reachable bool   `json:"reachable"`
+	Error     string `json:"error,omitempty"`
+	// ConfirmsThisSite: its latest report still confirms the reporting
+	// sidecar's site as active.
+	ConfirmsThisSite bool `json:"confirmsThisSite"`
 }
 
 // TransitionNotice is an active-site change in flight, as the operator

@@ -130,6 +130,13 @@ func (s *Sidecar) Status() protocol.SiteStatus {
 		View: s.peerViewLocked(now), LastDecision: s.st.decision.Reason, SelfFenceCount: s.st.fenceCount,
 		LeaseTimeout: s.cfg.LeaseTimeout.String(), PeerCheckInterval: s.cfg.PeerCheckInterval.String(),
 	}
+	f.OperatorError = s.st.operatorErr
+	for _, p := range s.cfg.Peers {
+		ps := s.st.peers[p.Site]
+		f.Peers = append(f.Peers, protocol.PeerState{Site: p.Site, Reachable: ps.reachable, Error: ps.err,
+			ConfirmsThisSite: ps.view != nil && ps.view.Confirmed && now.Before(ps.view.ValidUntil) &&
+				ps.view.ActiveSite == s.cfg.Site && !ps.view.Transition})
+	}
 	if d := s.st.decision; !d.Unconfirmed && d.ConfirmedUntil.After(now) {
 		f.LocalConfirmedForMillis = d.ConfirmedUntil.Sub(now).Milliseconds()
 	}

@@ -150,6 +150,9 @@ func TestPeersKeepAnIsolatedPrimaryUntilTheOperatorAnnouncesATransition(t *testi
 
 	nw.isolate("iad", "operator")
 	eventually(t, bound, "iad confirmed by a peer", func() bool { return iad.decision() == fencing.ReasonPeerConfirms })
+	if f := iad.sc.Status().Fencing; f.OperatorError == "" || len(f.Peers) != 2 || !f.Peers[0].Reachable || !f.Peers[0].ConfirmsThisSite {
+		t.Errorf("fencing status while confirmed by peers = %+v", f)
+	}
 	stayWritable(t, iad, 3*lease, "its peers confirm it with what the operator told them")
 
 	t0 := time.Now()
