@@ -86,6 +86,28 @@ func (h Health) Next(ok bool, t Thresholds) Health {
 // of its sites keeps failing (seed 004: pollInterval).
 const BackoffCap = 30 * time.Second
 
+// SiteCadence is how often one site is polled: base while it answers or
+// has failed fewer than failureThreshold times in a row, then doubling with
+// each further failure up to BackoffCap.
+func SiteCadence(base time.Duration, t Thresholds, h Health) time.Duration {
+	return Cadence(base, t, h)
+}
+
+// GroupCadence is the delay until the group's next poll round: the soonest
+// any of its sites is due. While one site answers that is base, so a dead
+// follower never delays noticing that the primary died; when every site
+// keeps failing the whole group backs off.
+func GroupCadence(base time.Duration, t Thresholds, sites ...Health) time.Duration {
+	if len(sites) == 0 {
+		return Cadence(base, t)
+	}
+	d := BackoffCap + base
+	for _, h := range sites {
+		d = min(d, SiteCadence(base, t, h))
+	}
+	return d
+}
+
 // Cadence is the delay until the group's next poll round: base
 // (spec.pollInterval) while every site answers or has failed fewer than
 // failureThreshold times in a row; after a site reached the threshold, each

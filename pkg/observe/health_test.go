@@ -1,6 +1,8 @@
 package observe
 
 import (
+	"context"
+	"errors"
 	"testing"
 	"time"
 )
@@ -99,5 +101,53 @@ func TestCadence(t *testing.T) {
 				t.Fatalf("Cadence = %s, want %s", got, c.want)
 			}
 		})
+	}
+}
+
+func TestGroupCadence(t *testing.T) {
+	th := Thresholds{Failure: 3, Recovery: 2}
+	dead := Health{Reach: Unreachable, Failures: 9}
+	ok := Health{Reach: Reachable}
+	if got := GroupCadence(2*time.Second, th, ok, dead); got != 2*time.Second {
+		t.Fatalf("one live site: %s, want the base interval", got)
+	}
+	if got := GroupCadence(2*time.Second, th, dead, Health{Reach: Unreachable, Failures: 5}); got != 8*time.Second {
+		t.Fatalf("every site failing: %s, want the soonest backoff (8s)", got)
+	}
+	if got := GroupCadence(2*time.Second, th, dead); got != 30*time.Second {
+		t.Fatalf("one dead site: %s", got)
+	}
+	if got := GroupCadence(time.Second, th); got != time.Second {
+		t.Fatalf("no sites: %s", got)
+	}
+}
+
+// A site backing off is skipped by rounds until it is due; the others are
+// polled every round.
+func TestRoundBackoffPerSite(t *testing.T) {
+	calls := map[string]int{}
+	probe := func(ctx context.Context, site string) (int, error) {
+		calls[site]++
+		if site == "dead" {
+			return 0, errors.New("refused")
+		}
+		return 1, nil
+	}
+	tr := NewTracker[int](nil)
+	clock := time.Unix(0, 0)
+	tr.now = func() time.Time { return clock }
+	th := Thresholds{Failure: 1, Recovery: 1}
+	opts := RoundOptions{Sites: []string{"live", "dead"}, Timeout: time.Second, Thresholds: th,
+		Backoff: func(h Health) time.Duration { return SiteCadence(time.Second, th, h) - time.Second/2 }}
+	// Rounds one second apart: the dead site fails at 0s and 1s (then its
+	// cadence is 2s), is skipped at 2s, polled again at 3s.
+	for range 4 {
+		if _, err := tr.Round(context.Background(), "g", probe, opts); err != nil {
+			t.Fatal(err)
+		}
+		clock = clock.Add(time.Second)
+	}
+	if calls["live"] != 4 || calls["dead"] != 3 {
+		t.Fatalf("polls %v: want live 4, dead 3", calls)
 	}
 }

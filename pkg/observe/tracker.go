@@ -49,6 +49,9 @@ type RoundOptions struct {
 	// by unrelated events from polling more often than the cadence (which
 	// would also make failureThreshold count faster than intended).
 	MinInterval time.Duration
+	// Backoff, if set, is how long after its previous poll a site is due
+	// again given its health (see SiteCadence); MinInterval still applies.
+	Backoff func(Health) time.Duration
 }
 
 // Observer receives every poll's outcome (metrics).
@@ -147,7 +150,11 @@ func (t *Tracker[S]) due(group string, o RoundOptions) []string {
 			r = &Result[S]{Site: s, Health: Health{Reach: Unobserved}}
 			sites[s] = r
 		}
-		if r.PolledAt.IsZero() || now.Sub(r.PolledAt) >= o.MinInterval {
+		interval := o.MinInterval
+		if o.Backoff != nil {
+			interval = max(interval, o.Backoff(r.Health))
+		}
+		if r.PolledAt.IsZero() || now.Sub(r.PolledAt) >= interval {
 			due = append(due, s)
 		}
 	}

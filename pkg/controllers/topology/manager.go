@@ -187,7 +187,7 @@ func (m *Manager) Reconcile(ctx context.Context, g *v1alpha1.MysqlFailoverGroup)
 	}
 	results, err := m.tracker.Round(ctx, key, p.probe, observe.RoundOptions{
 		Sites: p.siteNames(), Timeout: p.pollTimeout(), Thresholds: p.thresholds(),
-		MinInterval: p.pollInterval() / 2,
+		MinInterval: p.pollInterval() / 2, Backoff: p.siteBackoff,
 	})
 	if err != nil {
 		return g, p.cadence(nil), err
@@ -201,8 +201,7 @@ func (m *Manager) Reconcile(ctx context.Context, g *v1alpha1.MysqlFailoverGroup)
 	}
 	m.opts.Metrics.record(g, results)
 	if g.Status.Transition != nil {
-		// A change in flight moves at the base rate: backing off because the
-		// old primary keeps failing would only delay the new one.
+		// A change in flight moves at the base rate.
 		return g, p.pollInterval(), err
 	}
 	return g, p.cadence(results), err
@@ -268,13 +267,23 @@ func (p *mpass) cloneTimeout() time.Duration {
 	return time.Hour
 }
 
-// cadence is the delay until the next poll round (observe.Cadence).
+// cadence is the delay until the next poll round (observe.GroupCadence):
+// the pollInterval while any site answers, so a follower that is down for
+// long never delays noticing that the active site died.
 func (p *mpass) cadence(results map[string]observe.Result[Sample]) time.Duration {
 	hs := make([]observe.Health, 0, len(results))
 	for _, r := range results {
 		hs = append(hs, r.Health)
 	}
-	return observe.Cadence(p.pollInterval(), p.thresholds(), hs...)
+	return observe.GroupCadence(p.pollInterval(), p.thresholds(), hs...)
+}
+
+// siteBackoff: a site that keeps failing beyond failureThreshold is polled
+// less and less often (to 30 s); half a pollInterval of slack keeps a due
+// site from slipping to the round after.
+func (p *mpass) siteBackoff(h observe.Health) time.Duration {
+	base := p.pollInterval()
+	return observe.SiteCadence(base, p.thresholds(), h) - base/2
 }
 
 // client returns the site's connection pool, reopening it when its address
