@@ -205,8 +205,9 @@ func TestStatusStreamAndActiveSiteAgainstTheAPIServer(t *testing.T) {
 		t.Errorf("streamed group = %+v", gs)
 	}
 
-	if code := getJSON(t, url, &a); code != 200 || !a.Confirms("iad") || a.TopologyGeneration != 2 || a.Since == nil || !a.Since.Equal(failoverAt.Time) {
-		t.Errorf("/active-site = %d %+v", code, a)
+	if a, err = (protocol.Client{}).ActiveSite(ctx, op.addr, ns, "orders"); err != nil || !a.Confirms("iad") || a.TopologyGeneration != 2 ||
+		a.Since == nil || !a.Since.Equal(failoverAt.Time) {
+		t.Errorf("/active-site = %+v, %v", a, err)
 	}
 
 	// A recorded transition withdraws the confirmation at once.
@@ -225,9 +226,8 @@ func TestStatusStreamAndActiveSiteAgainstTheAPIServer(t *testing.T) {
 
 	// A non-leader answers /status from its cache but never /active-site.
 	op.leader.Store(false)
-	var e protocol.ErrorResponse
-	if code := getJSON(t, url, &e); code != http.StatusServiceUnavailable || e.Error != protocol.ErrorNotLeader {
-		t.Errorf("/active-site on a non-leader = %d %+v", code, e)
+	if _, err := (protocol.Client{}).ActiveSite(ctx, op.addr, ns, "orders"); !protocol.IsNotLeader(err) {
+		t.Errorf("/active-site on a non-leader: err = %v, want not_leader", err)
 	}
 	var st protocol.OperatorStatus
 	if code := getJSON(t, "http://"+op.addr+protocol.PathOperatorStatus, &st); code != 200 || st.Leader || findGroup(st, ns, "orders") == nil {

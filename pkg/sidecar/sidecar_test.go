@@ -2,6 +2,7 @@ package sidecar_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"net/http"
 	"strings"
@@ -124,16 +125,16 @@ func TestNeverFencesWhileTheOperatorConfirms(t *testing.T) {
 // pushTransition POSTs an announcement to a sidecar as the operator does
 // before promoting.
 func pushTransition(t *testing.T, s *site, source, target string, gen int64) {
-	body, _ := json.Marshal(protocol.ActiveSite{Namespace: testNS, Group: testGroup, ActiveSite: source, TopologyGeneration: gen,
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	v, err := protocol.Client{}.Announce(ctx, s.addr, protocol.ActiveSite{Namespace: testNS, Group: testGroup, ActiveSite: source, TopologyGeneration: gen,
 		Transition: &protocol.TransitionNotice{ID: "t1", Kind: "Automatic", SourceSite: source, TargetSite: target, TopologyGeneration: gen + 1}})
-	resp, err := http.Post("http://"+s.addr+protocol.PathPeerActiveSite, "application/json", bytes.NewReader(body))
 	if err != nil {
 		t.Errorf("push to %s: %v", s.name, err)
 		return
 	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Errorf("push to %s: HTTP %d", s.name, resp.StatusCode)
+	if _, ok := v.ConfirmsFor(source); ok || v.Transition == nil {
+		t.Errorf("after the push, %s still confirms %s: %+v", s.name, source, v)
 	}
 }
 
@@ -287,8 +288,10 @@ func TestEndpoints(t *testing.T) {
 		t.Errorf("/status = %+v fencing %+v", st, st.Fencing)
 	}
 
-	var dst protocol.SiteStatus
-	get(t, dfw.addr+protocol.PathSidecarStatus, &dst)
+	dst, err := protocol.Client{}.SiteStatus(context.Background(), dfw.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if dst.MySQL == nil || dst.MySQL.Role != protocol.RoleReadOnly || dst.Fencing.LocalConfirmedForMillis != 0 {
 		t.Errorf("dfw /status = %+v", dst.MySQL)
 	}
@@ -320,7 +323,8 @@ func TestEndpoints(t *testing.T) {
 
 	// A push can withdraw a confirmation, never grant one.
 	body, _ := json.Marshal(protocol.ActiveSite{Namespace: testNS, Group: testGroup, ActiveSite: "dfw", TopologyGeneration: 5})
-	resp, err := http.Post("http://"+dfw.addr+protocol.PathPeerActiveSite, "application/json", bytes.NewReader(body))
+	var resp *http.Response
+	resp, err = http.Post("http://"+dfw.addr+protocol.PathPeerActiveSite, "application/json", bytes.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
