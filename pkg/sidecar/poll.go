@@ -77,6 +77,10 @@ func (s *Sidecar) pollPeer(ctx context.Context, p Peer) {
 		return
 	}
 	validFor := time.Duration(r.ValidForMillis) * time.Millisecond
+	// No peer's word counts longer than this sidecar's own lease: a peer
+	// that is buggy, or still runs with a longer lease from before a spec
+	// change, cannot stretch it further.
+	validFor = min(validFor, s.cfg.LeaseTimeout)
 	pv := &fencing.PeerView{Peer: p.Site, Confirmed: r.Confirmed && validFor > 0, View: fencing.View{
 		ActiveSite: r.ActiveSite, TopologyGeneration: r.TopologyGeneration, Transition: r.Transition != nil,
 		ValidUntil: sent.Add(validFor),
