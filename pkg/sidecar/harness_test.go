@@ -168,6 +168,7 @@ type siteSpec struct {
 type clusterOpts struct {
 	fenceTimeout time.Duration
 	wedgedAfter  time.Duration
+	peers        []sidecar.Peer // extra peers beyond the started sites
 }
 
 // startSites starts one simulator and one sidecar per site; every sidecar
@@ -194,6 +195,7 @@ func startSites(t testing.TB, net0 *network, op *operator, specs []siteSpec, o c
 				peers = append(peers, sidecar.Peer{Site: other.name, Addr: sites[other.name].addr})
 			}
 		}
+		peers = append(peers, o.peers...)
 		sc, err := sidecar.New(sidecar.Config{
 			Namespace: testNS, Group: testGroup, Site: sp.name,
 			MySQL:            mysql.Options{Addr: s.sim.Addr(), User: simtest.AdminUser, Password: simtest.AdminPass},

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/shipstream/bloodraven/pkg/apis/shipstream/v1alpha1"
 	"github.com/shipstream/bloodraven/pkg/mysqlsim"
 	"github.com/shipstream/bloodraven/pkg/protocol"
+	"github.com/shipstream/bloodraven/pkg/sidecar"
 	"github.com/shipstream/bloodraven/pkg/sidecar/fencing"
 )
 
@@ -405,5 +407,35 @@ func TestANonLeaderConfirmsNothing(t *testing.T) {
 	}
 	if got := iad.decision(); got != fencing.ReasonLeaseExpired {
 		t.Errorf("decision = %s, want %s", got, fencing.ReasonLeaseExpired)
+	}
+}
+
+// A peer claiming a confirmation far longer than any lease (a bug, or an old
+// lease from before a spec change) is believed for one lease at most.
+func TestAPeersClaimNeverOutlastsTheOwnLease(t *testing.T) {
+	nw := newNetwork()
+	op := startOperator(t, nw, "iad", 1)
+	var silent atomic.Bool
+	peerAddr := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if silent.Load() {
+			<-r.Context().Done() // gone quiet, like a partitioned peer
+			return
+		}
+		protocol.WriteJSON(w, 200, protocol.PeerActiveSite{Site: "dfw", ActiveSite: "iad", TopologyGeneration: 1,
+			Confirmed: true, ValidForMillis: time.Hour.Milliseconds()})
+	}))
+	nw.name(peerAddr, "dfw")
+	sites := startSites(t, nw, op, []siteSpec{{"iad", true}}, clusterOpts{peers: []sidecar.Peer{{Site: "dfw", Addr: peerAddr}}})
+	iad := sites["iad"]
+	nw.isolate("iad", "operator")
+	eventually(t, bound, "iad confirmed by the peer", func() bool { return iad.decision() == fencing.ReasonPeerConfirms })
+	if f := iad.sc.Status().Fencing; f.LocalConfirmedForMillis > lease.Milliseconds() {
+		t.Errorf("confirmed for %dms on a peer's word, longer than the lease %s", f.LocalConfirmedForMillis, lease)
+	}
+	quiet := time.Now()
+	silent.Store(true)
+	at := waitFenced(t, iad, bound+5*time.Second)
+	if took := at.Sub(quiet); took > bound {
+		t.Errorf("fenced %s after the peer went quiet, beyond the bound %s", took, bound)
 	}
 }
