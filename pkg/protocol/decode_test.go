@@ -1,6 +1,7 @@
 package protocol
 
 import (
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -150,4 +151,30 @@ func TestReportsHealthyMySQL(t *testing.T) {
 			t.Errorf("%s: ReportsHealthyMySQL = %v, want %v", c.name, got, c.want)
 		}
 	}
+}
+
+// FuzzDecodeSiteStatus: no input makes the decoder panic, and whatever it
+// accepts re-encodes and decodes to the same document.
+func FuzzDecodeSiteStatus(f *testing.F) {
+	f.Add(`{"namespace":"shop","group":"orders","site":"iad","mysql":{"reachable":true,"readOnly":false}}`)
+	f.Add(`{"fencing":{"view":{"site":"dfw","confirmed":true,"validForMillis":1200}},"x":[1,{"y":null}]}`)
+	f.Add(`{}`)
+	f.Fuzz(func(t *testing.T, body string) {
+		var s SiteStatus
+		if err := Decode(strings.NewReader(body), &s); err != nil {
+			return
+		}
+		b, err := json.Marshal(s)
+		if err != nil {
+			t.Fatalf("re-encode: %v", err)
+		}
+		var again SiteStatus
+		if err := Decode(strings.NewReader(string(b)), &again); err != nil {
+			t.Fatalf("decode of our own encoding: %v\n%s", err, b)
+		}
+		b2, _ := json.Marshal(again)
+		if string(b) != string(b2) {
+			t.Fatalf("round trip changed the document:\n%s\n%s", b, b2)
+		}
+	})
 }
