@@ -14,10 +14,18 @@ import (
 	"os/signal"
 	"syscall"
 
+	"k8s.io/client-go/tools/cache"
+
+	shipv1alpha1 "github.com/shipstream/bloodraven/generated/informers/externalversions/shipstream/v1alpha1"
+	"github.com/shipstream/bloodraven/pkg/auxiliary"
 	"github.com/shipstream/bloodraven/pkg/controllers/database"
+	"github.com/shipstream/bloodraven/pkg/controllers/deploylease"
 	"github.com/shipstream/bloodraven/pkg/controllers/topology"
+	"github.com/shipstream/bloodraven/pkg/deployapi"
+	leasestore "github.com/shipstream/bloodraven/pkg/deploylease"
 	"github.com/shipstream/bloodraven/pkg/logging"
 	"github.com/shipstream/bloodraven/pkg/operator"
+	"github.com/shipstream/bloodraven/pkg/protocol"
 )
 
 func main() { os.Exit(run()) }
@@ -67,5 +75,63 @@ func registerModules(p *operator.Process) error {
 	if _, err := topology.New(p); err != nil {
 		return err
 	}
+	groups, leases := groupAndLeaseInformers(p)
+	// One lease store for the API and the controller: it keeps nothing in
+	// memory, the Leases in the API server are the state.
+	store := leasestore.New(p.Kube, leasestore.Options{})
+	dl, err := deploylease.New(deploylease.Config{
+		Store: store, Shipstream: p.Shipstream, Groups: groups, Leases: leases,
+		Recorder: p.Recorder, Registerer: p.Metrics.Registry, MetricsProvider: p.Metrics.Workqueue,
+		Logger: p.Log,
+	})
+	if err != nil {
+		return err
+	}
+	p.AddController(dl)
+	if p.Config.DeployAPIEnabled {
+		h, err := deployapi.NewHandler(deployapi.Config{
+			Kube: p.Kube, Shipstream: p.Shipstream, Store: store, Audience: p.Config.DeployAPIAudience,
+			Namespaces: p.Config.Namespaces, Logger: p.Log, IsLeader: p.Leading, Registerer: p.Metrics.Registry,
+		})
+		if err != nil {
+			return err
+		}
+		p.SetDeployAPI(h)
+	}
+	registerAuxiliary(p, groups)
 	return nil
+}
+
+// groupAndLeaseInformers returns the shared MysqlFailoverGroup and Lease
+// informers of every watched-namespace factory.
+func groupAndLeaseInformers(p *operator.Process) ([]shipv1alpha1.MysqlFailoverGroupInformer, []cache.SharedIndexInformer) {
+	var groups []shipv1alpha1.MysqlFailoverGroupInformer
+	var leases []cache.SharedIndexInformer
+	for _, ns := range sortedKeys(p.Informers.Shipstream) {
+		groups = append(groups, p.Informers.Shipstream[ns].Shipstream().V1alpha1().MysqlFailoverGroups())
+	}
+	for _, ns := range sortedKeys(p.Informers.Kube) {
+		leases = append(leases, p.Informers.Kube[ns].Coordination().V1().Leases().Informer())
+	}
+	return groups, leases
+}
+
+// registerAuxiliary mounts the sidecar-facing endpoints on the :8082 mux,
+// answering from the group informers' caches.
+func registerAuxiliary(p *operator.Process, groups []shipv1alpha1.MysqlFailoverGroupInformer) {
+	aux := auxiliary.New(auxiliary.Options{Source: groupSource{p: p, groups: groups}, IsLeader: p.Leading, Logger: p.Log})
+	for _, path := range auxiliary.Paths {
+		if path == protocol.PathOperatorHealthz {
+			continue // the process serves its own /healthz on this listener
+		}
+		p.AuxiliaryMux.Handle(path, aux)
+	}
+	notify := cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { aux.Notify() },
+		UpdateFunc: func(any, any) { aux.Notify() },
+		DeleteFunc: func(any) { aux.Notify() },
+	}
+	for _, g := range groups {
+		_, _ = g.Informer().AddEventHandler(notify)
+	}
 }
