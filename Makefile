@@ -8,7 +8,7 @@ export BIN_DIR
 # run bounded so a hung test fails instead of stalling CI.
 TEST_TIMEOUT ?= 20m
 
-.PHONY: all build tools test unit generate verify fmt vet playground clean
+.PHONY: all build tools test unit generate verify fmt vet playground playground-up playground-down e2e clean
 
 all: build
 
@@ -44,10 +44,22 @@ fmt:
 vet:
 	$(GO) vet ./...
 
-## playground: the local playground (not available yet; see README)
-playground:
-	@echo "The playground (make playground) is not built yet: it lands with the playground-and-e2e issue." >&2
-	@exit 1
+## playground: the local playground in the foreground (see docs/playground.md); Ctrl-C stops it
+playground: tools build
+	$(BIN_DIR)/bloodraven-playground run
+
+## playground-up: the playground in the background; returns once the group is Ready and writes bin/playground/env
+playground-up: tools build
+	$(BIN_DIR)/bloodraven-playground up
+
+## playground-down: stop what playground-up started
+playground-down:
+	@if [ -x $(BIN_DIR)/bloodraven-playground ]; then $(BIN_DIR)/bloodraven-playground down; else echo "no playground binary, nothing to stop"; fi
+
+## e2e: end-to-end tests that drive a whole playground as a user would (build tag e2e)
+E2E_TIMEOUT ?= 15m
+e2e: tools build
+	$(GO) test -count=1 -tags e2e -timeout $(E2E_TIMEOUT) ./e2e/scenarios/...
 
 clean:
 	rm -rf $(BIN_DIR)

@@ -1,0 +1,147 @@
+package framework
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+)
+
+// This file adds what a whole local cluster needs on top of a control plane:
+// kube-scheduler, kwok (fake nodes) and tracked child processes of any
+// binary. The playground and the e2e suite use it.
+
+// KwokNodeAnnotation marks the nodes kwok manages (kwok's own convention).
+const KwokNodeAnnotation = "kwok.x-k8s.io/node"
+
+// StartScheduler starts kube-scheduler against the control plane. It is
+// stopped with the control plane.
+func (cp *ControlPlane) StartScheduler(ctx context.Context) error {
+	port, err := FreePort()
+	if err != nil {
+		return err
+	}
+	p, err := cp.start("kube-scheduler", "kube-scheduler",
+		"--kubeconfig="+cp.KubeconfigPath,
+		"--authentication-kubeconfig="+cp.KubeconfigPath,
+		"--authorization-kubeconfig="+cp.KubeconfigPath,
+		"--leader-elect=false",
+		"--bind-address=127.0.0.1",
+		"--secure-port="+strconv.Itoa(port),
+		"--v=0",
+	)
+	if err != nil {
+		return err
+	}
+	return poll(ctx, 30*time.Second, p, func() bool {
+		// /healthz of the scheduler needs no authentication.
+		code, err := httpsGetInsecure(fmt.Sprintf("https://127.0.0.1:%d/healthz", port))
+		return err == nil && code == 200
+	})
+}
+
+// StartKwok starts kwok managing the nodes annotated KwokNodeAnnotation=fake,
+// with only the node stages (initialize, heartbeat with Lease): kwok keeps
+// those nodes Ready but leaves pods alone, so something else (a node agent)
+// plays the kubelet for them. It is stopped with the control plane.
+func (cp *ControlPlane) StartKwok() error {
+	stages := filepath.Join(BinDir(), "kwok-stages", "node")
+	initialize := filepath.Join(stages, "fast", "node-initialize.yaml")
+	heartbeat := filepath.Join(stages, "heartbeat-with-lease", "node-heartbeat-with-lease.yaml")
+	for _, f := range []string{initialize, heartbeat} {
+		if _, err := os.Stat(f); err != nil {
+			return fmt.Errorf("kwok stage %s is missing: run `make tools` first", f)
+		}
+	}
+	_, err := cp.start("kwok", "kwok",
+		"--kubeconfig="+cp.KubeconfigPath,
+		"--config="+initialize, "--config="+heartbeat,
+		"--manage-nodes-with-annotation-selector="+KwokNodeAnnotation+"=fake",
+		"--node-lease-duration-seconds=40",
+		"--node-ip=127.0.0.1",
+	)
+	return err
+}
+
+// Process is a child process started with StartProcess. Like the control
+// plane's own processes it dies with the process that started it
+// (Pdeathsig), and Stop signals only its own PID.
+type Process struct{ p *process }
+
+// StartProcess starts bin (a path, or a name in BinDir) with args and extra
+// environment variables (added to this process's environment), logging
+// stdout and stderr to logPath.
+func StartProcess(name, bin string, args, env []string, logPath string) (*Process, error) {
+	if !filepath.IsAbs(bin) {
+		bin = filepath.Join(BinDir(), bin)
+	}
+	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.Env = append(os.Environ(), env...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
+	errc := make(chan error, 1)
+	starter <- func() { errc <- cmd.Start() }
+	if err := <-errc; err != nil {
+		logFile.Close()
+		return nil, fmt.Errorf("start %s: %w", name, err)
+	}
+	p := &process{name: name, cmd: cmd, logPath: logPath, done: make(chan struct{})}
+	go func() {
+		p.waitErr = cmd.Wait()
+		logFile.Close()
+		close(p.done)
+	}()
+	return &Process{p: p}, nil
+}
+
+// Name is the name given at start.
+func (p *Process) Name() string { return p.p.name }
+
+// PID is the process ID.
+func (p *Process) PID() int { return p.p.cmd.Process.Pid }
+
+// Done is closed when the process has exited.
+func (p *Process) Done() <-chan struct{} { return p.p.done }
+
+// Exited reports whether the process has ended, and its wait error.
+func (p *Process) Exited() (bool, error) { return p.p.exited() }
+
+// Stop sends SIGTERM, waits up to grace, then SIGKILLs; it returns once the
+// process is gone.
+func (p *Process) Stop(grace time.Duration) error { return p.p.stop(grace) }
+
+// Signal sends sig to the process (by its PID only).
+func (p *Process) Signal(sig os.Signal) error {
+	if done, _ := p.p.exited(); done {
+		return errors.New(p.p.name + " has exited")
+	}
+	return p.p.cmd.Process.Signal(sig)
+}
+
+// Tail returns the last n bytes of the process log.
+func (p *Process) Tail(n int64) string { return p.p.tail(n) }
+
+// httpsGetInsecure probes a loopback health endpoint whose self-signed
+// certificate nobody distributes (kube-scheduler's).
+func httpsGetInsecure(url string) (int, error) {
+	c := http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // loopback health probe only
+	}}
+	resp, err := c.Get(url)
+	if err != nil {
+		return 0, err
+	}
+	resp.Body.Close()
+	return resp.StatusCode, nil
+}

@@ -1,0 +1,500 @@
+package playground
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/shipstream/bloodraven/e2e/framework"
+	"github.com/shipstream/bloodraven/pkg/devaddr"
+	"github.com/shipstream/bloodraven/pkg/protocol"
+	"github.com/shipstream/bloodraven/pkg/render"
+)
+
+// NodeAgent plays the kubelet for the group's MySQL pods on the fake (kwok)
+// nodes: a bound pod gets its site's simulated mysqld and a real sidecar
+// process, a deleted pod loses them (the simulator keeps its data, as a
+// PersistentVolume would), and the pod's Ready condition follows the
+// sidecar's /health. It also binds each Pending claim of the group to a
+// fresh PersistentVolume, standing in for a storage provisioner.
+type NodeAgent struct {
+	kube      kubernetes.Interface
+	namespace string
+	group     string
+	dir       string
+	mapPath   string
+	usersFile string
+	operator  string // host:port of the operator's auxiliary listener
+	log       *slog.Logger
+	interval  time.Duration
+
+	mu    sync.Mutex
+	sites map[string]*siteRuntime // by site name
+}
+
+// siteRuntime is one site's processes and the pod they belong to.
+type siteRuntime struct {
+	plan    SitePlan
+	sim     *framework.Process
+	sidecar *framework.Process
+	podUID  types.UID // the pod the processes run for; empty when none
+	crashed bool      // the simulator was crashed because its pod went away
+	ready   bool
+	// restarts counts data-plane (re)starts, for the e2e tests.
+	starts int
+}
+
+// AgentConfig configures a NodeAgent.
+type AgentConfig struct {
+	Kube      kubernetes.Interface
+	Namespace string
+	Group     string
+	Sites     []SitePlan
+	// Dir receives the processes' logs.
+	Dir string
+	// AddressMapPath is the development site-address map every process reads.
+	AddressMapPath string
+	// UsersFile lists the simulators' MySQL accounts.
+	UsersFile string
+	// OperatorAuxiliaryAddr is the operator's :8082 listener for sidecars.
+	OperatorAuxiliaryAddr string
+	Logger                *slog.Logger
+}
+
+// NewNodeAgent builds an agent; Run drives it.
+func NewNodeAgent(cfg AgentConfig) *NodeAgent {
+	a := &NodeAgent{
+		kube: cfg.Kube, namespace: cfg.Namespace, group: cfg.Group, dir: cfg.Dir,
+		mapPath: cfg.AddressMapPath, usersFile: cfg.UsersFile, operator: cfg.OperatorAuxiliaryAddr,
+		log: cfg.Logger, interval: 300 * time.Millisecond, sites: map[string]*siteRuntime{},
+	}
+	for _, s := range cfg.Sites {
+		a.sites[s.Name] = &siteRuntime{plan: s}
+	}
+	return a
+}
+
+// Run syncs pods, claims and processes until ctx ends, then stops every
+// process the agent started.
+func (a *NodeAgent) Run(ctx context.Context) {
+	defer a.stopAll()
+	t := time.NewTicker(a.interval)
+	defer t.Stop()
+	for {
+		if err := a.syncClaims(ctx); err != nil && ctx.Err() == nil {
+			a.log.Warn("node agent: claims", "err", err.Error())
+		}
+		if err := a.syncPods(ctx); err != nil && ctx.Err() == nil {
+			a.log.Warn("node agent: pods", "err", err.Error())
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// Starts reports how many times site's data plane was started.
+func (a *NodeAgent) Starts(site string) int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if s := a.sites[site]; s != nil {
+		return s.starts
+	}
+	return 0
+}
+
+// PIDs lists the processes the agent runs now, by name.
+func (a *NodeAgent) PIDs() map[string]int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	out := map[string]int{}
+	for _, s := range a.sites {
+		for _, p := range []*framework.Process{s.sim, s.sidecar} {
+			if p != nil {
+				if done, _ := p.Exited(); !done {
+					out[p.Name()] = p.PID()
+				}
+			}
+		}
+	}
+	return out
+}
+
+func (a *NodeAgent) selector() string { return render.LabelGroup + "=" + a.group }
+
+func (a *NodeAgent) syncPods(ctx context.Context) error {
+	pods, err := a.kube.CoreV1().Pods(a.namespace).List(ctx, metav1.ListOptions{LabelSelector: a.selector()})
+	if err != nil {
+		return err
+	}
+	seen := map[string]bool{}
+	var errs []error
+	for i := range pods.Items {
+		pod := &pods.Items[i]
+		site := a.sites[pod.Labels[render.LabelSite]]
+		if site == nil {
+			continue
+		}
+		seen[site.plan.Name] = true
+		if err := a.syncPod(ctx, site, pod); err != nil {
+			errs = append(errs, fmt.Errorf("pod %s: %w", pod.Name, err))
+		}
+	}
+	// A site whose pod vanished without our seeing its deletion.
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for name, s := range a.sites {
+		if !seen[name] && s.podUID != "" {
+			a.stopSiteLocked(s)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (a *NodeAgent) syncPod(ctx context.Context, s *siteRuntime, pod *corev1.Pod) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if pod.DeletionTimestamp != nil {
+		if s.podUID == pod.UID {
+			a.stopSiteLocked(s)
+		}
+		// As the kubelet does once the containers are gone.
+		err := a.kube.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{
+			GracePeriodSeconds: ptrInt64(0), Preconditions: &metav1.Preconditions{UID: &pod.UID},
+		})
+		if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+			return nil
+		}
+		return err
+	}
+	if pod.Spec.NodeName == "" {
+		return nil // not scheduled yet
+	}
+	if s.podUID != pod.UID {
+		if s.podUID != "" {
+			a.stopSiteLocked(s)
+		}
+		if err := a.startSiteLocked(ctx, s, pod); err != nil {
+			return err
+		}
+	} else if err := a.keepRunningLocked(ctx, s, pod); err != nil {
+		return err
+	}
+	s.ready = sidecarHealthy(s.plan.SidecarAddr)
+	return a.writeStatus(ctx, pod, s.ready)
+}
+
+// keepRunningLocked restarts a process that exited by itself, as a
+// kubelet restarts a container (restartPolicy Always).
+func (a *NodeAgent) keepRunningLocked(ctx context.Context, s *siteRuntime, pod *corev1.Pod) error {
+	if exitedOrNil(s.sim) {
+		if err := a.startSimLocked(s); err != nil {
+			return err
+		}
+	}
+	if exitedOrNil(s.sidecar) {
+		return a.startSidecarLocked(ctx, s, pod)
+	}
+	return nil
+}
+
+func exitedOrNil(p *framework.Process) bool {
+	if p == nil {
+		return true
+	}
+	done, _ := p.Exited()
+	return done
+}
+
+func (a *NodeAgent) startSiteLocked(ctx context.Context, s *siteRuntime, pod *corev1.Pod) error {
+	switch {
+	case exitedOrNil(s.sim):
+		if err := a.startSimLocked(s); err != nil {
+			return err
+		}
+	case s.crashed:
+		// The pod came back: mysqld starts again on its old data.
+		if err := simFault(s.plan, "restart"); err != nil {
+			return fmt.Errorf("restart simulated mysqld: %w", err)
+		}
+	}
+	s.crashed = false
+	if err := a.startSidecarLocked(ctx, s, pod); err != nil {
+		return err
+	}
+	s.podUID = pod.UID
+	s.starts++
+	a.log.Info("node agent: site started for pod", "site", s.plan.Name, "pod", pod.Name, "podUID", string(pod.UID), "node", pod.Spec.NodeName)
+	return nil
+}
+
+// stopSiteLocked stops the sidecar and crashes the simulated mysqld (the
+// container stops; the data stays, as on the pod's volume).
+func (a *NodeAgent) stopSiteLocked(s *siteRuntime) {
+	if s.sidecar != nil {
+		_ = s.sidecar.Stop(5 * time.Second)
+		s.sidecar = nil
+	}
+	if !exitedOrNil(s.sim) && !s.crashed {
+		if err := simFault(s.plan, "crash"); err != nil {
+			a.log.Warn("node agent: crash simulated mysqld", "site", s.plan.Name, "err", err.Error())
+		}
+		s.crashed = true
+	}
+	s.podUID = ""
+	s.ready = false
+	a.log.Info("node agent: site stopped", "site", s.plan.Name)
+}
+
+func (a *NodeAgent) stopAll() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, s := range a.sites {
+		for _, p := range []*framework.Process{s.sidecar, s.sim} {
+			if p != nil {
+				_ = p.Stop(5 * time.Second)
+			}
+		}
+		s.sidecar, s.sim, s.podUID = nil, nil, ""
+	}
+}
+
+func (a *NodeAgent) startSimLocked(s *siteRuntime) error {
+	args := []string{
+		"-listen", s.plan.MySQLAddr, "-name", s.plan.Name,
+		"-server-id", strconv.FormatInt(s.plan.ServerID, 10), "-server-uuid", s.plan.ServerUUID,
+		"-users-file", a.usersFile, "-site-addresses", a.mapPath,
+		"-control-addr", s.plan.ControlAddr,
+		// As the rendered my.cnf starts mysqld: fenced until the operator
+		// says otherwise.
+		"-super-read-only",
+	}
+	p, err := framework.StartProcess("mysqlsim-"+s.plan.Name, "bloodraven-mysqlsim", args, nil,
+		filepath.Join(a.dir, "mysqlsim-"+s.plan.Name+".log"))
+	if err != nil {
+		return err
+	}
+	s.sim, s.crashed = p, false
+	return waitHTTP(s.plan.ControlURL()+"/state", 10*time.Second, p)
+}
+
+func (a *NodeAgent) startSidecarLocked(ctx context.Context, s *siteRuntime, pod *corev1.Pod) error {
+	env, err := a.sidecarEnv(ctx, pod)
+	if err != nil {
+		return err
+	}
+	env = append(env,
+		"BLOODRAVEN_LISTEN_ADDR="+s.plan.SidecarAddr,
+		"BLOODRAVEN_OPERATOR_ENDPOINT="+a.operator,
+		devaddr.EnvVar+"="+a.mapPath,
+	)
+	p, err := framework.StartProcess("sidecar-"+s.plan.Name, "bloodraven-sidecar", nil, env,
+		filepath.Join(a.dir, "sidecar-"+s.plan.Name+".log"))
+	if err != nil {
+		return err
+	}
+	s.sidecar = p
+	return nil
+}
+
+// sidecarEnv resolves the pod's sidecar container environment as a
+// kubelet would: literal values, the pod's own fields, Secret keys.
+func (a *NodeAgent) sidecarEnv(ctx context.Context, pod *corev1.Pod) ([]string, error) {
+	var c *corev1.Container
+	for i := range pod.Spec.Containers {
+		if pod.Spec.Containers[i].Name == render.ContainerSidecar {
+			c = &pod.Spec.Containers[i]
+		}
+	}
+	if c == nil {
+		return nil, fmt.Errorf("no %s container", render.ContainerSidecar)
+	}
+	var out []string
+	for _, e := range c.Env {
+		v, err := a.envValue(ctx, pod, e)
+		if err != nil {
+			return nil, fmt.Errorf("env %s: %w", e.Name, err)
+		}
+		out = append(out, e.Name+"="+v)
+	}
+	return out, nil
+}
+
+func (a *NodeAgent) envValue(ctx context.Context, pod *corev1.Pod, e corev1.EnvVar) (string, error) {
+	switch {
+	case e.ValueFrom == nil:
+		return e.Value, nil
+	case e.ValueFrom.FieldRef != nil:
+		switch e.ValueFrom.FieldRef.FieldPath {
+		case "metadata.namespace":
+			return pod.Namespace, nil
+		case "metadata.name":
+			return pod.Name, nil
+		}
+		return "", fmt.Errorf("field %s is not supported by the playground", e.ValueFrom.FieldRef.FieldPath)
+	case e.ValueFrom.SecretKeyRef != nil:
+		ref := e.ValueFrom.SecretKeyRef
+		sec, err := a.kube.CoreV1().Secrets(pod.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+		if err != nil {
+			return "", err
+		}
+		v, ok := sec.Data[ref.Key]
+		if !ok {
+			return "", fmt.Errorf("secret %s has no key %s", ref.Name, ref.Key)
+		}
+		return string(v), nil
+	}
+	return "", errors.New("unsupported valueFrom")
+}
+
+// writeStatus reports the pod Running with its containers' readiness, only
+// when something changed.
+func (a *NodeAgent) writeStatus(ctx context.Context, pod *corev1.Pod, ready bool) error {
+	want := podStatus(pod, ready)
+	if statusEqual(pod.Status, want) {
+		return nil
+	}
+	p := pod.DeepCopy()
+	p.Status = want
+	_, err := a.kube.CoreV1().Pods(p.Namespace).UpdateStatus(ctx, p, metav1.UpdateOptions{})
+	if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+		return nil // the next pass sees the new pod
+	}
+	return err
+}
+
+func podStatus(pod *corev1.Pod, ready bool) corev1.PodStatus {
+	st := *pod.Status.DeepCopy()
+	now := metav1.Now()
+	if st.StartTime == nil {
+		st.StartTime = &now
+	}
+	st.Phase = corev1.PodRunning
+	st.HostIP, st.PodIP = "127.0.0.1", "127.0.0.1"
+	st.HostIPs, st.PodIPs = []corev1.HostIP{{IP: "127.0.0.1"}}, []corev1.PodIP{{IP: "127.0.0.1"}}
+	readyStatus := corev1.ConditionFalse
+	if ready {
+		readyStatus = corev1.ConditionTrue
+	}
+	setCondition(&st, corev1.PodInitialized, corev1.ConditionTrue, now)
+	setCondition(&st, corev1.ContainersReady, readyStatus, now)
+	setCondition(&st, corev1.PodReady, readyStatus, now)
+	var cs []corev1.ContainerStatus
+	for _, c := range pod.Spec.Containers {
+		started := st.StartTime
+		for _, old := range st.ContainerStatuses {
+			if old.Name == c.Name && old.State.Running != nil {
+				started = &old.State.Running.StartedAt
+			}
+		}
+		cs = append(cs, corev1.ContainerStatus{
+			Name: c.Name, Image: c.Image, ImageID: "playground://" + c.Image,
+			ContainerID: "playground://" + string(pod.UID) + "/" + c.Name,
+			Ready:       ready, Started: ptrBool(true),
+			State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: *started}},
+		})
+	}
+	st.ContainerStatuses = cs
+	return st
+}
+
+func setCondition(st *corev1.PodStatus, t corev1.PodConditionType, s corev1.ConditionStatus, now metav1.Time) {
+	for i := range st.Conditions {
+		if st.Conditions[i].Type == t {
+			if st.Conditions[i].Status != s {
+				st.Conditions[i].Status, st.Conditions[i].LastTransitionTime = s, now
+			}
+			return
+		}
+	}
+	st.Conditions = append(st.Conditions, corev1.PodCondition{Type: t, Status: s, LastTransitionTime: now})
+}
+
+func statusEqual(a, b corev1.PodStatus) bool {
+	if a.Phase != b.Phase || a.PodIP != b.PodIP || len(a.ContainerStatuses) != len(b.ContainerStatuses) {
+		return false
+	}
+	for _, t := range []corev1.PodConditionType{corev1.PodInitialized, corev1.ContainersReady, corev1.PodReady} {
+		if conditionStatus(a, t) != conditionStatus(b, t) {
+			return false
+		}
+	}
+	for i := range a.ContainerStatuses {
+		if a.ContainerStatuses[i].Ready != b.ContainerStatuses[i].Ready {
+			return false
+		}
+	}
+	return true
+}
+
+func conditionStatus(st corev1.PodStatus, t corev1.PodConditionType) corev1.ConditionStatus {
+	for _, c := range st.Conditions {
+		if c.Type == t {
+			return c.Status
+		}
+	}
+	return ""
+}
+
+func sidecarHealthy(addr string) bool {
+	c := http.Client{Timeout: time.Second}
+	resp, err := c.Get("http://" + addr + protocol.PathHealth)
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
+}
+
+// simFault posts to the simulator's fault API.
+func simFault(s SitePlan, fault string) error {
+	c := http.Client{Timeout: 5 * time.Second}
+	resp, err := c.Post(s.ControlURL()+"/"+fault, "", nil)
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		return fmt.Errorf("%s: %s", fault, resp.Status)
+	}
+	return nil
+}
+
+// waitHTTP waits until url answers 200, or p exits.
+func waitHTTP(url string, timeout time.Duration, p *framework.Process) error {
+	deadline := time.Now().Add(timeout)
+	c := http.Client{Timeout: time.Second}
+	for {
+		resp, err := c.Get(url)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		if done, werr := p.Exited(); done {
+			return fmt.Errorf("%s exited: %v\n%s", p.Name(), werr, p.Tail(2000))
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s: %s not answering after %s", p.Name(), url, timeout)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func ptrInt64(v int64) *int64 { return &v }
+func ptrBool(v bool) *bool    { return &v }
