@@ -15,26 +15,6 @@ import (
 	"github.com/shipstream/bloodraven/pkg/sidecar"
 )
 
-// Environment variables; the first block is what the operator's pod
-// template sets (pkg/render).
-const (
-	envNamespace         = "BLOODRAVEN_NAMESPACE"
-	envGroup             = "BLOODRAVEN_FAILOVER_GROUP"
-	envSite              = "BLOODRAVEN_SITE"
-	envListenAddr        = "BLOODRAVEN_LISTEN_ADDR"
-	envOperatorEndpoint  = "BLOODRAVEN_OPERATOR_ENDPOINT"
-	envLeaseTimeout      = "BLOODRAVEN_LEASE_TIMEOUT"
-	envPeerCheckInterval = "BLOODRAVEN_PEER_CHECK_INTERVAL"
-	envMySQLUser         = "BLOODRAVEN_MYSQL_USER"
-	envMySQLPassword     = "BLOODRAVEN_MYSQL_PASSWORD"
-
-	envPeerSites         = "BLOODRAVEN_PEER_SITES"
-	envMySQLAddr         = "BLOODRAVEN_MYSQL_ADDR"
-	envMySQLUserFile     = "BLOODRAVEN_MYSQL_USER_FILE"
-	envMySQLPasswordFile = "BLOODRAVEN_MYSQL_PASSWORD_FILE"
-	envLogLevel          = "BLOODRAVEN_LOG_LEVEL"
-)
-
 type options struct {
 	namespace, group, site     string
 	listenAddr                 string
@@ -61,20 +41,20 @@ func parse(args []string, getenv func(string) string) (options, error) {
 		}
 		return def
 	}
-	fs.StringVar(&o.namespace, "namespace", env(envNamespace, ""), "namespace of the failover group ($"+envNamespace+")")
-	fs.StringVar(&o.group, "group", env(envGroup, ""), "failover group name ($"+envGroup+")")
-	fs.StringVar(&o.site, "site", env(envSite, ""), "this sidecar's site ($"+envSite+")")
-	fs.StringVar(&o.listenAddr, "listen-addr", env(envListenAddr, fmt.Sprintf(":%d", protocol.SidecarPort)), "listen address ($"+envListenAddr+")")
-	fs.StringVar(&o.operatorEndpoint, "operator-endpoint", env(envOperatorEndpoint, ""), "host:port of the operator's auxiliary listener, spec.sidecar.operatorEndpoint ($"+envOperatorEndpoint+")")
-	lease := fs.String("lease-timeout", env(envLeaseTimeout, "15s"), "spec.sidecar.leaseTimeout ($"+envLeaseTimeout+")")
-	interval := fs.String("peer-check-interval", env(envPeerCheckInterval, "2s"), "spec.sidecar.peerCheckInterval ($"+envPeerCheckInterval+")")
-	fs.StringVar(&o.peerSites, "peer-sites", env(envPeerSites, ""), "comma-separated names of the group's other sites ($"+envPeerSites+"); with a development site-address map, defaults to every other site of the group in it")
-	fs.StringVar(&o.mysqlAddr, "mysql-addr", env(envMySQLAddr, "127.0.0.1:3306"), "host:port of the local mysqld ($"+envMySQLAddr+"); with a development site-address map, defaults to this site's mysqld in it")
-	fs.StringVar(&o.mysqlUser, "mysql-user", env(envMySQLUser, ""), "MySQL user, the operator Secret's username ($"+envMySQLUser+")")
-	fs.StringVar(&o.mysqlUserFile, "mysql-user-file", env(envMySQLUserFile, ""), "file holding the MySQL user, e.g. the mounted operator Secret's username key ($"+envMySQLUserFile+")")
-	fs.StringVar(&o.mysqlPasswordFile, "mysql-password-file", env(envMySQLPasswordFile, ""), "file holding the MySQL password, e.g. the mounted operator Secret's password key ($"+envMySQLPasswordFile+"); otherwise $"+envMySQLPassword)
+	fs.StringVar(&o.namespace, "namespace", env(protocol.EnvNamespace, ""), "namespace of the failover group ($"+protocol.EnvNamespace+")")
+	fs.StringVar(&o.group, "group", env(protocol.EnvGroup, ""), "failover group name ($"+protocol.EnvGroup+")")
+	fs.StringVar(&o.site, "site", env(protocol.EnvSite, ""), "this sidecar's site ($"+protocol.EnvSite+")")
+	fs.StringVar(&o.listenAddr, "listen-addr", env(protocol.EnvListenAddr, fmt.Sprintf(":%d", protocol.SidecarPort)), "listen address ($"+protocol.EnvListenAddr+")")
+	fs.StringVar(&o.operatorEndpoint, "operator-endpoint", env(protocol.EnvOperatorEndpoint, ""), "host:port of the operator's auxiliary listener, spec.sidecar.operatorEndpoint ($"+protocol.EnvOperatorEndpoint+")")
+	lease := fs.String("lease-timeout", env(protocol.EnvLeaseTimeout, "15s"), "spec.sidecar.leaseTimeout ($"+protocol.EnvLeaseTimeout+")")
+	interval := fs.String("peer-check-interval", env(protocol.EnvPeerCheckInterval, "2s"), "spec.sidecar.peerCheckInterval ($"+protocol.EnvPeerCheckInterval+")")
+	fs.StringVar(&o.peerSites, "peer-sites", env(protocol.EnvPeerSites, ""), "comma-separated names of the group's other sites ($"+protocol.EnvPeerSites+"); with a development site-address map, defaults to every other site of the group in it")
+	fs.StringVar(&o.mysqlAddr, "mysql-addr", env(protocol.EnvMySQLAddr, "127.0.0.1:3306"), "host:port of the local mysqld ($"+protocol.EnvMySQLAddr+"); with a development site-address map, defaults to this site's mysqld in it")
+	fs.StringVar(&o.mysqlUser, "mysql-user", env(protocol.EnvMySQLUser, ""), "MySQL user, the operator Secret's username ($"+protocol.EnvMySQLUser+")")
+	fs.StringVar(&o.mysqlUserFile, "mysql-user-file", env(protocol.EnvMySQLUserFile, ""), "file holding the MySQL user, e.g. the mounted operator Secret's username key ($"+protocol.EnvMySQLUserFile+")")
+	fs.StringVar(&o.mysqlPasswordFile, "mysql-password-file", env(protocol.EnvMySQLPasswordFile, ""), "file holding the MySQL password, e.g. the mounted operator Secret's password key ($"+protocol.EnvMySQLPasswordFile+"); otherwise $"+protocol.EnvMySQLPassword)
 	fs.StringVar(&o.siteAddresses, "dev-site-addresses", env(devaddr.EnvVar, ""), "development-only site-address map file ($"+devaddr.EnvVar+")")
-	level := fs.String("log-level", env(envLogLevel, "info"), "debug, info, warn or error ($"+envLogLevel+")")
+	level := fs.String("log-level", env(protocol.EnvLogLevel, "info"), "debug, info, warn or error ($"+protocol.EnvLogLevel+")")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -89,9 +69,9 @@ func parse(args []string, getenv func(string) string) (options, error) {
 			o.peerSitesSet = true
 		}
 	})
-	o.mysqlAddrSet = o.mysqlAddrSet || getenv(envMySQLAddr) != ""
-	o.peerSitesSet = o.peerSitesSet || getenv(envPeerSites) != ""
-	o.mysqlPassword = getenv(envMySQLPassword)
+	o.mysqlAddrSet = o.mysqlAddrSet || getenv(protocol.EnvMySQLAddr) != ""
+	o.peerSitesSet = o.peerSitesSet || getenv(protocol.EnvPeerSites) != ""
+	o.mysqlPassword = getenv(protocol.EnvMySQLPassword)
 	var err error
 	if o.leaseTimeout, err = time.ParseDuration(*lease); err != nil {
 		return o, fmt.Errorf("--lease-timeout %q: %v", *lease, err)

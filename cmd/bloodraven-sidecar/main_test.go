@@ -31,8 +31,8 @@ func TestConfigurationErrorsNameTheField(t *testing.T) {
 	if err := os.WriteFile(empty, []byte("\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	base := map[string]string{envNamespace: "shop", envGroup: "orders", envSite: "iad", envOperatorEndpoint: "op.ns.svc:8082",
-		envMySQLUser: "bloodraven", envMySQLPassword: "pw"}
+	base := map[string]string{protocol.EnvNamespace: "shop", protocol.EnvGroup: "orders", protocol.EnvSite: "iad", protocol.EnvOperatorEndpoint: "op.ns.svc:8082",
+		protocol.EnvMySQLUser: "bloodraven", protocol.EnvMySQLPassword: "pw"}
 	with := func(k, v string) map[string]string {
 		m := map[string]string{}
 		for a, b := range base {
@@ -47,9 +47,9 @@ func TestConfigurationErrorsNameTheField(t *testing.T) {
 		want string
 	}{
 		{[]string{"--lease-timeout", "soon"}, base, `--lease-timeout "soon"`},
-		{nil, with(envPeerCheckInterval, "20s"), "peer check interval 20s must be shorter than the lease timeout 15s"},
-		{nil, with(envOperatorEndpoint, "op.ns.svc"), "operator endpoint"},
-		{nil, with(envSite, ""), "site is required"},
+		{nil, with(protocol.EnvPeerCheckInterval, "20s"), "peer check interval 20s must be shorter than the lease timeout 15s"},
+		{nil, with(protocol.EnvOperatorEndpoint, "op.ns.svc"), "operator endpoint"},
+		{nil, with(protocol.EnvSite, ""), "site is required"},
 		{[]string{"--mysql-password-file", empty}, base, "--mysql-password-file: " + empty + " is empty"},
 		{[]string{"--mysql-password-file", filepath.Join(dir, "missing")}, base, "--mysql-password-file"},
 		{[]string{"--peer-sites", "iad"}, base, `peer "iad": listed twice or names this sidecar's own site`},
@@ -77,8 +77,8 @@ func TestClusterAddressesAndSecretFiles(t *testing.T) {
 	os.WriteFile(userFile, []byte("bloodraven\n"), 0o600)
 	os.WriteFile(passFile, []byte("s3cret\n"), 0o600)
 	o, err := parse([]string{"--mysql-user-file", userFile, "--mysql-password-file", passFile, "--peer-sites", "dfw, sjc"},
-		env(map[string]string{envNamespace: "shop", envGroup: "orders", envSite: "iad", envOperatorEndpoint: "bloodraven-aux.ops.svc:8082",
-			envLeaseTimeout: "10s", envPeerCheckInterval: "1s"}))
+		env(map[string]string{protocol.EnvNamespace: "shop", protocol.EnvGroup: "orders", protocol.EnvSite: "iad", protocol.EnvOperatorEndpoint: "bloodraven-aux.ops.svc:8082",
+			protocol.EnvLeaseTimeout: "10s", protocol.EnvPeerCheckInterval: "1s"}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -186,8 +186,8 @@ func TestBinary(t *testing.T) {
 	var stdout, stderr syncBuffer
 	cmd := exec.Command(bin, "--listen-addr", sidecarAddr, "--operator-endpoint", opLn.Addr().String(),
 		"--mysql-password-file", passFile, "--dev-site-addresses", mapFile)
-	cmd.Env = append(os.Environ(), envNamespace+"=shop", envGroup+"=orders", envSite+"=iad", envMySQLUser+"="+simtest.AdminUser,
-		envLeaseTimeout+"=2s", envPeerCheckInterval+"=500ms")
+	cmd.Env = append(os.Environ(), protocol.EnvNamespace+"=shop", protocol.EnvGroup+"=orders", protocol.EnvSite+"=iad", protocol.EnvMySQLUser+"="+simtest.AdminUser,
+		protocol.EnvLeaseTimeout+"=2s", protocol.EnvPeerCheckInterval+"=500ms")
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -42,6 +42,11 @@ type Config struct {
 	DeployAPIAudience string
 
 	SidecarImage string
+	// SidecarOperatorEndpoint is host:port of this operator's auxiliary
+	// listener as sidecars reach it, rendered into every sidecar whose group
+	// does not set spec.sidecar.operatorEndpoint. In a pod it defaults to
+	// the auxiliary Service of deploy/base in the pod's namespace.
+	SidecarOperatorEndpoint string
 	// DevSiteAddresses is the path of the development site-address map
 	// (pkg/devaddr); empty in production.
 	DevSiteAddresses string
@@ -149,6 +154,7 @@ func ParseConfig(args []string, getenv func(string) string, usageOut io.Writer) 
 	boolean(&c.DeployAPIEnabled, flagSpec{"deploy-api-enabled", "BLOODRAVEN_DEPLOY_API_ENABLED", "serve /deploy/v1 on the TLS listener"}, false)
 	str(&c.DeployAPIAudience, flagSpec{"deploy-api-audience", "BLOODRAVEN_DEPLOY_API_AUDIENCE", "audience deploy API callers' ServiceAccount tokens must carry"}, "bloodraven-deploy")
 	str(&c.SidecarImage, flagSpec{"sidecar-image", "BLOODRAVEN_SIDECAR_IMAGE", "image of the sidecar container added to every mysqld pod"}, "")
+	str(&c.SidecarOperatorEndpoint, flagSpec{"sidecar-operator-endpoint", "BLOODRAVEN_SIDECAR_OPERATOR_ENDPOINT", "host:port at which sidecars reach this operator's auxiliary listener, for groups that do not set spec.sidecar.operatorEndpoint"}, defaultSidecarOperatorEndpoint(getenv))
 	str(&c.DevSiteAddresses, flagSpec{"dev-site-addresses", devaddr.EnvVar, "DEVELOPMENT ONLY: path of a site-address map that replaces in-cluster site addressing"}, "")
 	str(&c.LogLevel, flagSpec{"log-level", "BLOODRAVEN_LOG_LEVEL", "debug, info, warn or error"}, "info")
 	integer(&c.Workers, flagSpec{"workers", "BLOODRAVEN_WORKERS", "workers per controller"}, 2)
@@ -193,6 +199,11 @@ func (c Config) Validate() error {
 		errs = append(errs, errors.New("--sidecar-image (BLOODRAVEN_SIDECAR_IMAGE) is required: the image of the sidecar container in every mysqld pod"))
 	} else if strings.ContainsAny(c.SidecarImage, " \t\n") {
 		errs = append(errs, fmt.Errorf("--sidecar-image: %q contains whitespace", c.SidecarImage))
+	}
+	if c.SidecarOperatorEndpoint != "" {
+		if _, _, err := net.SplitHostPort(c.SidecarOperatorEndpoint); err != nil {
+			errs = append(errs, fmt.Errorf("--sidecar-operator-endpoint: %q is not host:port: %v", c.SidecarOperatorEndpoint, err))
+		}
 	}
 	if _, err := logging.ParseLevel(c.LogLevel); err != nil {
 		errs = append(errs, fmt.Errorf("--log-level: %w", err))
@@ -270,6 +281,17 @@ func splitList(s string) []string {
 }
 
 const inClusterNamespaceFile = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+
+// defaultSidecarOperatorEndpoint is the auxiliary Service of deploy/base
+// (named bloodraven, port 8082) in the operator pod's namespace, or empty
+// outside a pod.
+func defaultSidecarOperatorEndpoint(getenv func(string) string) string {
+	ns := defaultNamespace(getenv)
+	if ns == "" {
+		return ""
+	}
+	return "bloodraven." + ns + ".svc:8082"
+}
 
 // defaultNamespace is the pod's namespace (downward API, else the
 // ServiceAccount mount), or empty outside a pod.

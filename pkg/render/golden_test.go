@@ -20,6 +20,7 @@ import (
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
 
 const testSidecarImage = "ghcr.io/shipstream/bloodraven-sidecar:1.7.0"
+const testOperatorEndpoint = "bloodraven.bloodraven.svc:8082"
 
 // loadGroup reads a MysqlFailoverGroup manifest and gives it the identity
 // the API server would (namespace, UID).
@@ -47,7 +48,7 @@ func renderAll(t *testing.T, g *v1alpha1.MysqlFailoverGroup) []byte {
 	t.Helper()
 	var objs []runtime.Object
 	for i := range g.Spec.Sites {
-		s, err := RenderSite(g, i, Config{SidecarImage: testSidecarImage})
+		s, err := RenderSite(g, i, Config{SidecarImage: testSidecarImage, OperatorEndpoint: testOperatorEndpoint})
 		if err != nil {
 			t.Fatalf("site %s: %v", g.Spec.Sites[i].Name, err)
 		}

@@ -10,6 +10,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/shipstream/bloodraven/pkg/apis/shipstream/v1alpha1"
+	"github.com/shipstream/bloodraven/pkg/protocol"
 )
 
 func minimal(t testing.TB) *v1alpha1.MysqlFailoverGroup {
@@ -64,7 +65,7 @@ func TestMyCnfRefusesBadEntriesNamingTheField(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("MyCnf(%v, %v) error = %v, want it to contain %q", tc.group, tc.site, err, tc.want)
 		}
-		if _, err := RenderSite(g, 0, Config{SidecarImage: testSidecarImage}); err == nil {
+		if _, err := RenderSite(g, 0, Config{SidecarImage: testSidecarImage, OperatorEndpoint: testOperatorEndpoint}); err == nil {
 			t.Errorf("RenderSite accepted %v %v", tc.group, tc.site)
 		}
 	}
@@ -74,7 +75,7 @@ func TestSiteConfChangeChangesOnlyThatSitesHash(t *testing.T) {
 	g := minimal(t)
 	before := map[string]string{}
 	for i, s := range g.Spec.Sites {
-		r, err := RenderSite(g, i, Config{SidecarImage: testSidecarImage})
+		r, err := RenderSite(g, i, Config{SidecarImage: testSidecarImage, OperatorEndpoint: testOperatorEndpoint})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -82,19 +83,19 @@ func TestSiteConfChangeChangesOnlyThatSitesHash(t *testing.T) {
 	}
 	g.Spec.Sites[1].MySQLConf = map[string]string{"max_connections": "900"}
 	for i, s := range g.Spec.Sites {
-		r, _ := RenderSite(g, i, Config{SidecarImage: testSidecarImage})
+		r, _ := RenderSite(g, i, Config{SidecarImage: testSidecarImage, OperatorEndpoint: testOperatorEndpoint})
 		if changed := r.TemplateHash != before[s.Name]; changed != (s.Name == "pdx") {
 			t.Errorf("site %s: hash changed = %v after editing pdx's mysqlConf", s.Name, changed)
 		}
 	}
 	// A new operator default sidecar image changes every unpinned site.
-	r, _ := RenderSite(g, 0, Config{SidecarImage: "ghcr.io/shipstream/bloodraven-sidecar:1.7.1"})
+	r, _ := RenderSite(g, 0, Config{SidecarImage: "ghcr.io/shipstream/bloodraven-sidecar:1.7.1", OperatorEndpoint: testOperatorEndpoint})
 	if r.TemplateHash == before["iad"] {
 		t.Error("a new default sidecar image left the pod template hash unchanged")
 	}
 	g.Spec.Sidecar = &v1alpha1.SidecarSpec{Image: "pinned:1"}
-	a, _ := RenderSite(g, 0, Config{SidecarImage: "x:1"})
-	b, _ := RenderSite(g, 0, Config{SidecarImage: "x:2"})
+	a, _ := RenderSite(g, 0, Config{SidecarImage: "x:1", OperatorEndpoint: testOperatorEndpoint})
+	b, _ := RenderSite(g, 0, Config{SidecarImage: "x:2", OperatorEndpoint: testOperatorEndpoint})
 	if a.TemplateHash != b.TemplateHash || a.StatefulSet.Spec.Template.Spec.Containers[1].Image != "pinned:1" {
 		t.Error("a pinned sidecar image must not follow the operator's default")
 	}
@@ -278,7 +279,7 @@ func TestDNSEndpoint(t *testing.T) {
 func BenchmarkRenderGroup(b *testing.B) {
 	g := loadGroup(b, "../../deploy/samples/mysqlfailovergroup.yaml")
 	g.Status.ActiveSite = "iad"
-	cfg := Config{SidecarImage: testSidecarImage}
+	cfg := Config{SidecarImage: testSidecarImage, OperatorEndpoint: testOperatorEndpoint}
 	b.ReportAllocs()
 	for b.Loop() {
 		for i := range g.Spec.Sites {
@@ -290,5 +291,57 @@ func BenchmarkRenderGroup(b *testing.B) {
 			b.Fatal(err)
 		}
 		_ = DNSEndpoint(g)
+	}
+}
+
+// The sidecar learns its peers and where the operator is from its
+// environment.
+func TestSidecarEnvironment(t *testing.T) {
+	envOf := func(g *v1alpha1.MysqlFailoverGroup, i int, cfg Config) map[string]string {
+		t.Helper()
+		r, err := RenderSite(g, i, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		env := map[string]string{}
+		for _, c := range r.StatefulSet.Spec.Template.Spec.Containers {
+			if c.Name == ContainerSidecar {
+				for _, e := range c.Env {
+					env[e.Name] = e.Value
+				}
+			}
+		}
+		return env
+	}
+	g := minimal(t)
+	cfg := Config{SidecarImage: testSidecarImage, OperatorEndpoint: testOperatorEndpoint}
+	var names []string
+	for _, s := range g.Spec.Sites {
+		names = append(names, s.Name)
+	}
+	for i, self := range names {
+		env := envOf(g, i, cfg)
+		var want []string
+		for _, n := range names {
+			if n != self {
+				want = append(want, n)
+			}
+		}
+		if got := env[protocol.EnvPeerSites]; got != strings.Join(want, ",") {
+			t.Errorf("site %s: %s = %q, want %q", self, protocol.EnvPeerSites, got, strings.Join(want, ","))
+		}
+		if got := env[protocol.EnvOperatorEndpoint]; got != testOperatorEndpoint {
+			t.Errorf("site %s: %s = %q, want the operator default %q", self, protocol.EnvOperatorEndpoint, got, testOperatorEndpoint)
+		}
+	}
+
+	g.Spec.Sidecar = &v1alpha1.SidecarSpec{OperatorEndpoint: "aux.example:8082"}
+	if got := envOf(g, 0, cfg)[protocol.EnvOperatorEndpoint]; got != "aux.example:8082" {
+		t.Errorf("group's own operatorEndpoint not used: got %q", got)
+	}
+
+	g.Spec.Sidecar = nil
+	if got, set := envOf(g, 0, Config{SidecarImage: testSidecarImage})[protocol.EnvOperatorEndpoint]; set {
+		t.Errorf("no endpoint anywhere, yet %s = %q was rendered", protocol.EnvOperatorEndpoint, got)
 	}
 }

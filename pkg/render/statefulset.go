@@ -45,6 +45,10 @@ type Config struct {
 	// SidecarImage is the operator's BLOODRAVEN_SIDECAR_IMAGE, used when the
 	// group does not pin spec.sidecar.image.
 	SidecarImage string
+	// OperatorEndpoint is host:port of the operator's auxiliary listener as
+	// sidecars reach it (its in-cluster Service), used when the group does
+	// not set spec.sidecar.operatorEndpoint.
+	OperatorEndpoint string
 }
 
 // Site is everything rendered for one site.
@@ -267,44 +271,34 @@ func fieldEnv(name, path string) corev1.EnvVar {
 	return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: path}}}
 }
 
-// Environment variables of the sidecar container.
-const (
-	EnvNamespace         = "BLOODRAVEN_NAMESPACE"
-	EnvPodName           = "BLOODRAVEN_POD_NAME"
-	EnvGroup             = "BLOODRAVEN_FAILOVER_GROUP"
-	EnvSite              = "BLOODRAVEN_SITE"
-	EnvListenAddr        = "BLOODRAVEN_LISTEN_ADDR"
-	EnvOperatorEndpoint  = "BLOODRAVEN_OPERATOR_ENDPOINT"
-	EnvLeaseTimeout      = "BLOODRAVEN_LEASE_TIMEOUT"
-	EnvPeerCheckInterval = "BLOODRAVEN_PEER_CHECK_INTERVAL"
-	EnvMySQLUser         = "BLOODRAVEN_MYSQL_USER"
-	EnvMySQLPassword     = "BLOODRAVEN_MYSQL_PASSWORD"
-)
-
 func sidecarContainer(g *v1alpha1.MysqlFailoverGroup, i int, cfg Config) corev1.Container {
 	site := g.Spec.Sites[i]
 	sc := g.Spec.Sidecar
 	env := []corev1.EnvVar{
-		fieldEnv(EnvNamespace, "metadata.namespace"),
-		fieldEnv(EnvPodName, "metadata.name"),
-		{Name: EnvGroup, Value: g.Name},
-		{Name: EnvSite, Value: site.Name},
-		{Name: EnvListenAddr, Value: fmt.Sprintf(":%d", protocol.SidecarPort)},
+		fieldEnv(protocol.EnvNamespace, "metadata.namespace"),
+		fieldEnv(protocol.EnvPodName, "metadata.name"),
+		{Name: protocol.EnvGroup, Value: g.Name},
+		{Name: protocol.EnvSite, Value: site.Name},
+		{Name: protocol.EnvListenAddr, Value: fmt.Sprintf(":%d", protocol.SidecarPort)},
+		{Name: protocol.EnvPeerSites, Value: strings.Join(peerSites(g, site.Name), ",")},
+	}
+	// Without an endpoint the sidecar refuses to start (it could never
+	// confirm its site), which shows on the pod; the operator sets a default
+	// whenever it runs in a pod.
+	if ep := operatorEndpoint(g, cfg); ep != "" {
+		env = append(env, corev1.EnvVar{Name: protocol.EnvOperatorEndpoint, Value: ep})
 	}
 	if sc != nil {
-		if sc.OperatorEndpoint != "" {
-			env = append(env, corev1.EnvVar{Name: EnvOperatorEndpoint, Value: sc.OperatorEndpoint})
-		}
 		if sc.LeaseTimeout != nil {
-			env = append(env, corev1.EnvVar{Name: EnvLeaseTimeout, Value: sc.LeaseTimeout.Duration.String()})
+			env = append(env, corev1.EnvVar{Name: protocol.EnvLeaseTimeout, Value: sc.LeaseTimeout.Duration.String()})
 		}
 		if sc.PeerCheckInterval != nil {
-			env = append(env, corev1.EnvVar{Name: EnvPeerCheckInterval, Value: sc.PeerCheckInterval.Duration.String()})
+			env = append(env, corev1.EnvVar{Name: protocol.EnvPeerCheckInterval, Value: sc.PeerCheckInterval.Duration.String()})
 		}
 	}
 	env = append(env,
-		secretEnv(EnvMySQLUser, g.Spec.Credentials.OperatorSecretName, "username"),
-		secretEnv(EnvMySQLPassword, g.Spec.Credentials.OperatorSecretName, "password"),
+		secretEnv(protocol.EnvMySQLUser, g.Spec.Credentials.OperatorSecretName, "username"),
+		secretEnv(protocol.EnvMySQLPassword, g.Spec.Credentials.OperatorSecretName, "password"),
 	)
 	c := corev1.Container{
 		Name:  ContainerSidecar,
@@ -348,3 +342,24 @@ func siteIndex(g *v1alpha1.MysqlFailoverGroup, name string) int {
 
 // joinKeys renders a sorted key list for an annotation.
 func joinKeys(keys []string) string { return strings.Join(keys, ",") }
+
+// operatorEndpoint is where the sidecar asks which site is active: the
+// group's own setting, else the operator's default.
+func operatorEndpoint(g *v1alpha1.MysqlFailoverGroup, cfg Config) string {
+	if g.Spec.Sidecar != nil && g.Spec.Sidecar.OperatorEndpoint != "" {
+		return g.Spec.Sidecar.OperatorEndpoint
+	}
+	return cfg.OperatorEndpoint
+}
+
+// peerSites are the group's other sites, in spec order: the peers a
+// sidecar asks to confirm its site when the operator is unreachable.
+func peerSites(g *v1alpha1.MysqlFailoverGroup, self string) []string {
+	var peers []string
+	for _, s := range g.Spec.Sites {
+		if s.Name != self {
+			peers = append(peers, s.Name)
+		}
+	}
+	return peers
+}

@@ -1,0 +1,25 @@
+package protocol
+
+// Environment variables of the sidecar container. The operator's pod
+// template (pkg/render) sets them and the sidecar (cmd/bloodraven-sidecar)
+// reads them, so both compile against this one list. Like the rest of this
+// package, names are only ever added.
+const (
+	EnvNamespace         = "BLOODRAVEN_NAMESPACE"
+	EnvPodName           = "BLOODRAVEN_POD_NAME"
+	EnvGroup             = "BLOODRAVEN_FAILOVER_GROUP"
+	EnvSite              = "BLOODRAVEN_SITE"
+	EnvListenAddr        = "BLOODRAVEN_LISTEN_ADDR"
+	EnvOperatorEndpoint  = "BLOODRAVEN_OPERATOR_ENDPOINT"
+	EnvLeaseTimeout      = "BLOODRAVEN_LEASE_TIMEOUT"
+	EnvPeerCheckInterval = "BLOODRAVEN_PEER_CHECK_INTERVAL"
+	EnvPeerSites         = "BLOODRAVEN_PEER_SITES"
+	EnvMySQLUser         = "BLOODRAVEN_MYSQL_USER"
+	EnvMySQLPassword     = "BLOODRAVEN_MYSQL_PASSWORD"
+
+	// Set by hand or by the development tooling, never by the pod template.
+	EnvMySQLAddr         = "BLOODRAVEN_MYSQL_ADDR"
+	EnvMySQLUserFile     = "BLOODRAVEN_MYSQL_USER_FILE"
+	EnvMySQLPasswordFile = "BLOODRAVEN_MYSQL_PASSWORD_FILE"
+	EnvLogLevel          = "BLOODRAVEN_LOG_LEVEL"
+)
