@@ -1,6 +1,7 @@
 package playground
 
 import (
+	"crypto/rand"
 	"crypto/sha256"
 	"fmt"
 	"os"
@@ -91,6 +92,15 @@ func addressMap(namespace, group string, sites []SitePlan) (*devaddr.Map, error)
 
 func uuidFor(s string) string {
 	b := sha256.Sum256([]byte(s))
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+}
+
+// NewUUID returns a random version-4 UUID (deploy API operation ids).
+func NewUUID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
 	b[6] = b[6]&0x0f | 0x40
 	b[8] = b[8]&0x3f | 0x80
 	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])

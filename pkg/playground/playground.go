@@ -334,7 +334,7 @@ func (p *Playground) StartOperator(ctx context.Context) error {
 			return errors.New("the operator is running")
 		}
 	}
-	op, err := framework.StartProcess("bloodraven", "bloodraven", p.operatorArgs, nil, filepath.Join(p.Dir, "operator.log"))
+	op, err := framework.StartProcess("bloodraven", "bloodraven", p.operatorArgs, []string{"BLOODRAVEN_AUTOMATIC_FAILOVER=true"}, filepath.Join(p.Dir, "operator.log"))
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,76 @@
+//go:build e2e
+
+// Package scenarios is the end-to-end suite: it starts one whole playground
+// (pkg/playground: real control plane, kwok nodes, the operator binary, a
+// simulated mysqld and a real sidecar per site) and drives it only as a user
+// would: kubectl and client-go on the CRs, HTTPS on /deploy/v1, the
+// simulators' fault API, signals to processes. Run with `make e2e`.
+package scenarios
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/shipstream/bloodraven/pkg/playground"
+)
+
+var pg *playground.Playground
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	if testing.Short() {
+		fmt.Fprintln(os.Stderr, "e2e: skipped with -short")
+		os.Exit(0)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	start := time.Now()
+	var err error
+	pg, err = playground.Start(ctx, playground.Config{
+		// Faster detection than the sample's defaults keeps the suite short.
+		GroupPatch: `{"spec":{"pollInterval":"1s","failureThreshold":3,"failoverCooldown":"30s"}}`,
+	})
+	cancel()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "e2e: cannot start the playground: %v\n", err)
+		os.Exit(1)
+	}
+	fmt.Fprintf(os.Stderr, "e2e: playground started in %s (logs in %s)\n", time.Since(start).Round(time.Millisecond), pg.Dir)
+	// Stop before `go test -timeout` would panic the binary.
+	var timer *time.Timer
+	if f := flag.Lookup("test.timeout"); f != nil {
+		if d, _ := time.ParseDuration(f.Value.String()); d > 0 {
+			timer = time.AfterFunc(d-time.Since(start)-30*time.Second, pg.Stop)
+		}
+	}
+	code := m.Run()
+	if timer != nil {
+		timer.Stop()
+	}
+	if code != 0 {
+		keepLogs()
+	}
+	pg.Stop()
+	os.Exit(code)
+}
+
+// keepLogs copies the playground's logs out of its directory (which Stop
+// removes) so a failed run can be diagnosed.
+func keepLogs() {
+	dst, err := os.MkdirTemp("", "bloodraven-e2e-logs-")
+	if err != nil {
+		return
+	}
+	entries, _ := os.ReadDir(pg.Dir)
+	for _, e := range entries {
+		if e.Type().IsRegular() && len(e.Name()) > 4 && e.Name()[len(e.Name())-4:] == ".log" {
+			if b, err := os.ReadFile(pg.Dir + "/" + e.Name()); err == nil {
+				_ = os.WriteFile(dst+"/"+e.Name(), b, 0o644)
+			}
+		}
+	}
+	fmt.Fprintf(os.Stderr, "e2e: logs kept in %s\n", dst)
+}
