@@ -177,6 +177,17 @@ func (t *Tracker[S]) Health(group string) map[string]Health {
 	return out
 }
 
+// Invalidate makes a site due at the next round regardless of MinInterval
+// and backoff: something was just done to it, and decisions must not run on
+// the observation from before.
+func (t *Tracker[S]) Invalidate(group, site string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if r := t.groups[group][site]; r != nil {
+		r.PolledAt = time.Time{}
+	}
+}
+
 // Forget drops everything known about group (deleted, or no longer led).
 func (t *Tracker[S]) Forget(group string) {
 	t.mu.Lock()

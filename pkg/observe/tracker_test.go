@@ -127,3 +127,18 @@ func TestRoundLateAnswerIsAFailure(t *testing.T) {
 		t.Fatalf("late answer: %+v", r)
 	}
 }
+
+// Invalidate makes a site due again inside MinInterval.
+func TestInvalidate(t *testing.T) {
+	calls := 0
+	probe := func(ctx context.Context, site string) (int, error) { calls++; return calls, nil }
+	tr := NewTracker[int](nil)
+	opts := RoundOptions{Sites: []string{"a"}, Timeout: time.Second, MinInterval: time.Hour}
+	_, _ = tr.Round(context.Background(), "g", probe, opts)
+	tr.Invalidate("g", "a")
+	tr.Invalidate("g", "unknown")
+	res, _ := tr.Round(context.Background(), "g", probe, opts)
+	if calls != 2 || res["a"].Last.Value != 2 {
+		t.Fatalf("calls %d", calls)
+	}
+}

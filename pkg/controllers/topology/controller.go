@@ -60,6 +60,9 @@ type Options struct {
 	MetricsProvider workqueue.MetricsProvider
 	// DNSCRDRecheck: see DefaultDNSCRDRecheck; zero uses it.
 	DNSCRDRecheck time.Duration
+	// Manager configures the topology manager (observing MySQL, choosing and
+	// publishing the active site); without Manager.Resolver it is off.
+	Manager ManagerOptions
 }
 
 // Controller reconciles each MysqlFailoverGroup's Kubernetes objects.
@@ -73,6 +76,7 @@ type Controller struct {
 	render    render.Config
 	log       *slog.Logger
 	nodes     corelisters.NodeLister
+	manager   *Manager
 
 	dnsRecheck time.Duration
 	crdMu      sync.Mutex
@@ -110,6 +114,9 @@ func NewController(opts Options) (*Controller, error) {
 	}
 	c.Loop = loop
 	if err := c.watch(); err != nil {
+		return nil, err
+	}
+	if c.manager, err = newManager(c, opts.Manager); err != nil {
 		return nil, err
 	}
 	return c, nil

@@ -97,6 +97,7 @@ func (p *mpass) run(ctx context.Context, actions []topology.Action) {
 		if err != nil && a.Kind == topology.Fence {
 			fenceFailed = true
 		}
+		p.m.tracker.Invalidate(p.key, a.Site)
 		p.noteMutation(a, err)
 	}
 }

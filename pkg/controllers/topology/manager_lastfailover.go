@@ -2,12 +2,10 @@ package topology
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/shipstream/bloodraven/pkg/apis/shipstream/v1alpha1"
 )
@@ -57,14 +55,14 @@ func (p *mpass) syncLastFailoverAnnotations(ctx context.Context) error {
 	if ts == "" || (p.g.Annotations[AnnotationLastFailover] == ts && p.g.Annotations[AnnotationLastFailoverTarget] == target) {
 		return nil
 	}
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
-		"resourceVersion": p.g.ResourceVersion,
-		"annotations":     map[string]string{AnnotationLastFailover: ts, AnnotationLastFailoverTarget: target},
-	}})
-	if err != nil {
-		return err
+	// An update carrying the read resourceVersion: a stale copy fails with
+	// a Conflict instead of overwriting a newer pair.
+	out := p.g.DeepCopy()
+	if out.Annotations == nil {
+		out.Annotations = map[string]string{}
 	}
-	g, err := p.m.ctrl.ship.ShipstreamV1alpha1().MysqlFailoverGroups(p.g.Namespace).Patch(ctx, p.g.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+	out.Annotations[AnnotationLastFailover], out.Annotations[AnnotationLastFailoverTarget] = ts, target
+	g, err := p.m.ctrl.ship.ShipstreamV1alpha1().MysqlFailoverGroups(p.g.Namespace).Update(ctx, out, metav1.UpdateOptions{})
 	if err != nil {
 		return fmt.Errorf("write %s annotations: %w", AnnotationLastFailover, err)
 	}

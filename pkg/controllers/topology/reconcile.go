@@ -65,12 +65,14 @@ func (c *Controller) reconcile(ctx context.Context, key controller.Key) (control
 	}
 	g, err := f.Shipstream().V1alpha1().MysqlFailoverGroups().Lister().MysqlFailoverGroups(key.Namespace).Get(key.Name)
 	if apierrors.IsNotFound(err) {
+		c.forgetGroup(key)
 		return controller.Result{}, nil
 	}
 	if err != nil {
 		return controller.Result{}, err
 	}
 	if g.DeletionTimestamp != nil {
+		c.forgetGroup(key)
 		return controller.Result{}, c.finalize(ctx, g)
 	}
 	if !hasFinalizer(g) {
@@ -81,7 +83,12 @@ func (c *Controller) reconcile(ctx context.Context, key controller.Key) (control
 		}
 	}
 
+	// The topology manager first: the objects below follow the active site it publishes.
+	g, poll, merr := c.manage(ctx, g)
 	p := &pass{c: c, g: g, kube: kf, sts: map[string]*appsv1.StatefulSet{}, pods: map[string]*corev1.Pod{}}
+	if merr != nil {
+		p.fail(merr)
+	}
 	p.sites(ctx)
 	p.services(ctx)
 	p.activeLabels(ctx)
@@ -99,7 +106,7 @@ func (c *Controller) reconcile(ctx context.Context, key controller.Key) (control
 	if err := p.writeStatus(ctx); err != nil {
 		p.fail(err)
 	}
-	return controller.Result{RequeueAfter: p.requeue}, errors.Join(p.errs...)
+	return controller.Result{RequeueAfter: sooner(p.requeue, poll)}, errors.Join(p.errs...)
 }
 
 func hasFinalizer(g *v1alpha1.MysqlFailoverGroup) bool {

@@ -1,5 +1,3 @@
-//go:build managerwired
-
 package managerintegration
 
 import (
@@ -183,13 +181,15 @@ func TestLagGuardRefusesAndOverrideWorks(t *testing.T) {
 	e := newEnv(t, sites)
 	e.startOperator(withFailover)
 	g := e.failoverGroup(sites)
-	g.Spec.Replication = &v1alpha1.ReplicationSpec{MaxLagSeconds: ptr.To(int32(1))}
+	g.Spec.Replication = &v1alpha1.ReplicationSpec{MaxLagSeconds: ptr.To(int32(0))}
 	e.create(g)
 	e.waitCondition(v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonHealthy)
 	if err := e.sites["pdx"].InjectApplyLag(8 * time.Second); err != nil {
 		t.Fatal(err)
 	}
-	for i := range 20 {
+	// Writes for about 2.5s: pdx applies each 8s after it was committed, so
+	// it is at least 2s behind when iad dies (maxLagSeconds 0).
+	for i := range 25 {
 		e.exec("iad", fmt.Sprintf("CREATE DATABASE w%d", i))
 		time.Sleep(100 * time.Millisecond)
 	}

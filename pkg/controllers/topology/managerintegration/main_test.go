@@ -1,5 +1,3 @@
-//go:build managerwired
-
 // Package managerintegration runs the topology controller with its topology
 // manager against a real kube-apiserver, with every site a wire-level
 // simulated MySQL 9.7 server on loopback, addressed through the development

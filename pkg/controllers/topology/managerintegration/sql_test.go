@@ -1,5 +1,3 @@
-//go:build managerwired
-
 package managerintegration
 
 import (
