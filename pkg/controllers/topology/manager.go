@@ -68,6 +68,10 @@ type ManagerOptions struct {
 	// on the old primary the candidate may lack (neither applied nor
 	// received) and still be promoted automatically. Default 0.
 	FailoverMaxMissing uint64
+	// AfterIntentWrite, if set, is called after every status write that
+	// recorded, advanced or completed an intent, before the decision's
+	// actions run. Tests use it to stop the operator at a chosen step.
+	AfterIntentWrite func(*v1alpha1.MysqlFailoverGroup)
 	// Now and NewID replace the clock and the transition id source in tests.
 	Now   func() time.Time
 	NewID func() string
@@ -215,6 +219,8 @@ type mpass struct {
 	st    *groupState
 	creds Credentials
 	now   time.Time
+	// prevTransition is the stored transition before this pass's writes.
+	prevTransition *v1alpha1.Transition
 }
 
 func (m *Manager) newPass(g *v1alpha1.MysqlFailoverGroup) (*mpass, error) {

@@ -24,6 +24,7 @@ var managerConditions = []string{v1alpha1.ConditionReady, v1alpha1.ConditionDegr
 // write fails, nothing else happens; then the actions; then the status.
 // Decision Events are recorded only once the status they describe is stored.
 func (p *mpass) execute(ctx context.Context, d topology.Decision) (*v1alpha1.MysqlFailoverGroup, error) {
+	p.prevTransition = p.g.Status.Transition
 	if d.WriteFirst {
 		g, err := p.writeStatus(ctx, d.Status)
 		if err != nil {
@@ -31,11 +32,18 @@ func (p *mpass) execute(ctx context.Context, d topology.Decision) (*v1alpha1.Mys
 		}
 		p.g = g
 		p.events(d.Events)
+		p.m.opts.Metrics.transitionWritten(p.prevTransition, d.Status, p.m.opts.Now())
+		if hook := p.m.opts.AfterIntentWrite; hook != nil {
+			hook(g)
+		}
 		if t := d.Status.Transition; t != nil {
 			p.m.log.Info("transition recorded", "group", p.key, "transitionID", t.ID, "kind", string(t.Kind), "targetSite", t.TargetSite, "topologyGeneration", t.TopologyGeneration)
 		} else {
 			p.m.log.Info("topology published", "group", p.key, "activeSite", d.Status.ActiveSite, "topologyGeneration", d.Status.TopologyGeneration)
 		}
+	}
+	if ctx.Err() != nil {
+		return p.g, ctx.Err() // stopped (leadership lost): act on nothing more
 	}
 	p.run(ctx, d.Actions)
 	if d.WriteFirst {
@@ -81,6 +89,9 @@ func (p *mpass) events(evs []topology.Event) {
 			typ = corev1.EventTypeWarning
 		}
 		p.m.ctrl.recorder.Event(p.g, typ, e.Reason, e.Message)
+		if e.Reason == topology.EventFailoverRefused {
+			p.m.opts.Metrics.failoverRefused()
+		}
 	}
 }
 

@@ -19,6 +19,8 @@ type Metrics struct {
 	pollFails   *prometheus.CounterVec
 	generation  *prometheus.GaugeVec
 	stable      *prometheus.GaugeVec
+	transitions *prometheus.CounterVec
+	stepTime    *prometheus.HistogramVec
 }
 
 // NewMetrics registers the metrics with reg.
@@ -36,8 +38,13 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "status.topologyGeneration of a failover group."}, []string{"namespace", "group"}),
 		stable: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: metrics.Namespace, Name: "failover_group_stable",
 			Help: "1 when the deployment API would call the group stable (the shared stability function), else 0."}, []string{"namespace", "group"}),
+		transitions: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: metrics.Namespace, Name: "topology_transitions_total",
+			Help: "Active-site changes by kind (Bootstrap, Automatic, ...) and result (succeeded, aborted, refused)."}, []string{"kind", "result"}),
+		stepTime: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: metrics.Namespace, Name: "topology_transition_step_duration_seconds",
+			Help: "Time an active-site change spent in each step, by kind and step.", Buckets: prometheus.ExponentialBuckets(0.05, 2, 14)},
+			[]string{"kind", "step"}),
 	}
-	reg.MustRegister(m.siteState, m.pollLatency, m.pollFails, m.generation, m.stable)
+	reg.MustRegister(m.siteState, m.pollLatency, m.pollFails, m.generation, m.stable, m.transitions, m.stepTime)
 	return m
 }
 
@@ -98,4 +105,34 @@ func (m *Metrics) forget(key string) {
 	m.pollFails.DeletePartialMatch(labels)
 	m.generation.Delete(labels)
 	m.stable.Delete(labels)
+}
+
+// transitionWritten records the time spent in a step that just ended and
+// the result of a transition that just ended.
+func (m *Metrics) transitionWritten(prev *v1alpha1.Transition, st v1alpha1.MysqlFailoverGroupStatus, now time.Time) {
+	if m == nil || prev == nil {
+		return
+	}
+	cur := st.Transition
+	if cur != nil && cur.ID == prev.ID && cur.Step == prev.Step {
+		return
+	}
+	since := prev.StartTime.Time
+	if prev.StepTime != nil {
+		since = prev.StepTime.Time
+	}
+	m.stepTime.WithLabelValues(string(prev.Kind), string(prev.Step)).Observe(now.Sub(since).Seconds())
+	if cur == nil {
+		result := "aborted"
+		if st.ActiveSite == prev.TargetSite && st.TopologyGeneration == prev.TopologyGeneration {
+			result = "succeeded"
+		}
+		m.transitions.WithLabelValues(string(prev.Kind), result).Inc()
+	}
+}
+
+func (m *Metrics) failoverRefused() {
+	if m != nil {
+		m.transitions.WithLabelValues(string(v1alpha1.TransitionAutomatic), "refused").Inc()
+	}
 }

@@ -48,7 +48,7 @@ func (e *env) waitActive(site string, gen int64) *v1alpha1.MysqlFailoverGroup {
 // primary coming back writable is fenced at once and follows the new one.
 func TestFailoverOnPrimaryCrash(t *testing.T) {
 	e := newEnv(t, threeSites)
-	e.startOperator(withFailover)
+	op := e.startOperator(withFailover)
 	e.create(e.failoverGroup(threeSites))
 	e.waitCondition(v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonHealthy)
 	e.exec("iad", "CREATE DATABASE orders", "CREATE DATABASE billing")
@@ -89,6 +89,9 @@ func TestFailoverOnPrimaryCrash(t *testing.T) {
 		t.Fatalf("published at %s, before the self-fence deadline %s", lf.Time, tr.SourceFenceDeadline)
 	}
 	t.Logf("crash to new primary published: %s", promotedAfter.Round(100*time.Millisecond))
+	if v := metricValue(t, op.metrics, "bloodraven_topology_transitions_total", "kind", "Automatic", "result", "succeeded"); v != 1 {
+		t.Errorf("transitions_total{Automatic,succeeded} = %v", v)
+	}
 	e.waitEvent(mgr.EventFailoverSucceeded, corev1.EventTypeNormal)
 	eventually(t, waitFor, "reader follows pdx; annotations written", func() error {
 		g := e.get()
@@ -210,4 +213,75 @@ func TestLagGuardRefusesAndOverrideWorks(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.waitActive("pdx", 2)
+}
+
+// The operator dies right after it recorded each step of a failover, before
+// acting on it; a new operator finishes the same transition, exactly once.
+func TestFailoverResumesAfterOperatorCrash(t *testing.T) {
+	for _, step := range []v1alpha1.TransitionStep{v1alpha1.StepAwaitingSelfFence, v1alpha1.StepCatchingUp, v1alpha1.StepPromoting} {
+		t.Run(string(step), func(t *testing.T) {
+			e := newEnv(t, threeSites)
+			killed := make(chan string, 1)
+			var first *operatorRun
+			first = e.startOperator(withFailover, func(o *topology.ManagerOptions) {
+				o.AfterIntentWrite = func(g *v1alpha1.MysqlFailoverGroup) {
+					if tr := g.Status.Transition; tr != nil && tr.Kind == v1alpha1.TransitionAutomatic && tr.Step == step {
+						first.kill()
+						select {
+						case killed <- tr.ID:
+						default:
+						}
+					}
+				}
+			})
+			e.create(e.failoverGroup(threeSites))
+			e.waitCondition(v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonHealthy)
+			if step == v1alpha1.StepCatchingUp {
+				// Something to catch up on, so the step is not over at once.
+				if err := e.sites["pdx"].InjectApplyLag(time.Second); err != nil {
+					t.Fatal(err)
+				}
+				e.exec("iad", "CREATE DATABASE in_flight")
+			}
+			e.sites["iad"].Crash()
+			var id string
+			select {
+			case id = <-killed:
+			case <-time.After(waitFor):
+				t.Fatalf("step %s never recorded", step)
+			}
+			first.stop()
+			stored := e.get()
+			if tr := stored.Status.Transition; tr == nil || tr.ID != id || tr.Step != step {
+				t.Fatalf("after the crash: transition %+v, want %s at %s", tr, id, step)
+			}
+			if step == v1alpha1.StepPromoting {
+				if s := e.sites["pdx"].Snapshot(); !s.ReadOnly {
+					t.Fatal("pdx made writable although the operator died before acting")
+				}
+			}
+
+			e.startOperator(withFailover)
+			g := e.waitActive("pdx", 2)
+			if lf := g.Status.LastFailover; lf == nil || lf.Target != "pdx" || lf.Source != "iad" {
+				t.Fatalf("lastFailover %+v", g.Status.LastFailover)
+			}
+			if s := e.sites["pdx"].Snapshot(); s.ReadOnly {
+				t.Fatal("pdx not writable")
+			}
+			time.Sleep(time.Second)
+			if g := e.get(); g.Status.TopologyGeneration != 2 || g.Status.Transition != nil {
+				t.Fatalf("a second change followed: %+v", g.Status)
+			}
+			e.waitEvent(mgr.EventFailoverSucceeded, corev1.EventTypeNormal)
+			// The dead operator may not have delivered its Event (as a real
+			// crash would lose it); the new one must not start another.
+			if n := len(e.eventsOf(mgr.EventFailoverStarted)); n > 1 {
+				t.Fatalf("%d FailoverStarted events: the restarted operator started a new failover instead of resuming", n)
+			}
+			if n := len(e.eventsOf(mgr.EventFailoverSucceeded)); n != 1 {
+				t.Fatalf("%d FailoverSucceeded events", n)
+			}
+		})
+	}
 }

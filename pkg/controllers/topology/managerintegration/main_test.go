@@ -118,8 +118,10 @@ func newEnv(t *testing.T, sites []siteDef) *env {
 
 // operatorRun is one running controller, standing for one operator process.
 type operatorRun struct {
-	stop    func()
-	metrics *prometheus.Registry
+	// stop ends the operator and waits for it; kill only cancels it (safe
+	// from inside a reconcile, as a process dying mid-step).
+	stop, kill func()
+	metrics    *prometheus.Registry
 }
 
 // startOperator runs the topology controller with its manager on informers
@@ -171,7 +173,7 @@ func (e *env) startOperator(tweak ...func(*topology.ManagerOptions)) *operatorRu
 		e.deleteGroups()
 		stop()
 	})
-	return &operatorRun{stop: stop, metrics: reg}
+	return &operatorRun{stop: stop, kill: cancel, metrics: reg}
 }
 
 // group is a minimal valid group over the env's sites, polled every 200ms.

@@ -287,6 +287,12 @@ func TestIncomparableSitesAreNotBootstrapped(t *testing.T) {
 // gauge reads a gauge from reg, matching label pairs.
 func gauge(t *testing.T, reg *prometheus.Registry, name string, labels ...string) float64 {
 	t.Helper()
+	return metricValue(t, reg, name, labels...)
+}
+
+// metricValue reads a gauge or counter from reg, matching label pairs.
+func metricValue(t *testing.T, reg *prometheus.Registry, name string, labels ...string) float64 {
+	t.Helper()
 	mfs, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
@@ -297,6 +303,9 @@ func gauge(t *testing.T, reg *prometheus.Registry, name string, labels ...string
 		}
 		for _, m := range mf.GetMetric() {
 			if matches(m, labels) {
+				if c := m.GetCounter(); c != nil {
+					return c.GetValue()
+				}
 				return m.GetGauge().GetValue()
 			}
 		}
