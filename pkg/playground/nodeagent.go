@@ -195,7 +195,7 @@ func (a *NodeAgent) syncPod(ctx context.Context, s *siteRuntime, pod *corev1.Pod
 		return err
 	}
 	s.ready = sidecarHealthy(s.plan.SidecarAddr)
-	return a.writeStatus(ctx, pod, s.ready)
+	return a.writeStatus(ctx, pod, s.plan.PodIP, s.ready)
 }
 
 // keepRunningLocked restarts a process that exited by itself, as a
@@ -363,8 +363,8 @@ func (a *NodeAgent) envValue(ctx context.Context, pod *corev1.Pod, e corev1.EnvV
 
 // writeStatus reports the pod Running with its containers' readiness, only
 // when something changed.
-func (a *NodeAgent) writeStatus(ctx context.Context, pod *corev1.Pod, ready bool) error {
-	want := podStatus(pod, ready)
+func (a *NodeAgent) writeStatus(ctx context.Context, pod *corev1.Pod, ip string, ready bool) error {
+	want := podStatus(pod, ip, ready)
 	if statusEqual(pod.Status, want) {
 		return nil
 	}
@@ -377,15 +377,18 @@ func (a *NodeAgent) writeStatus(ctx context.Context, pod *corev1.Pod, ready bool
 	return err
 }
 
-func podStatus(pod *corev1.Pod, ready bool) corev1.PodStatus {
+// podStatus is the status of a running pod. Its IP is a made-up cluster
+// address (Endpoints refuse loopback ones); nothing dials it, every process
+// finds the site through the address map.
+func podStatus(pod *corev1.Pod, ip string, ready bool) corev1.PodStatus {
 	st := *pod.Status.DeepCopy()
 	now := metav1.Now()
 	if st.StartTime == nil {
 		st.StartTime = &now
 	}
 	st.Phase = corev1.PodRunning
-	st.HostIP, st.PodIP = "127.0.0.1", "127.0.0.1"
-	st.HostIPs, st.PodIPs = []corev1.HostIP{{IP: "127.0.0.1"}}, []corev1.PodIP{{IP: "127.0.0.1"}}
+	st.HostIP, st.PodIP = ip, ip
+	st.HostIPs, st.PodIPs = []corev1.HostIP{{IP: ip}}, []corev1.PodIP{{IP: ip}}
 	readyStatus := corev1.ConditionFalse
 	if ready {
 		readyStatus = corev1.ConditionTrue

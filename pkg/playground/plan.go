@@ -29,6 +29,9 @@ type SitePlan struct {
 	SidecarAddr string
 	// ControlAddr is the simulator's fault-control HTTP API.
 	ControlAddr string
+	// PodIP is the address reported for the site's pod (and its node): a
+	// made-up, non-loopback one, since Endpoints refuse loopback addresses.
+	PodIP string
 }
 
 // ControlURL is the base URL of the simulator's fault API.
@@ -53,7 +56,7 @@ func loadGroup(path string) (*v1alpha1.MysqlFailoverGroup, error) {
 // planSites gives every site of g three free loopback ports.
 func planSites(namespace string, g *v1alpha1.MysqlFailoverGroup) ([]SitePlan, error) {
 	var out []SitePlan
-	for _, s := range g.Spec.Sites {
+	for i, s := range g.Spec.Sites {
 		ports := make([]int, 3)
 		for i := range ports {
 			p, err := framework.FreePort()
@@ -73,6 +76,7 @@ func planSites(namespace string, g *v1alpha1.MysqlFailoverGroup) ([]SitePlan, er
 			MySQLAddr:   fmt.Sprintf("127.0.0.1:%d", ports[0]),
 			SidecarAddr: fmt.Sprintf("127.0.0.1:%d", ports[1]),
 			ControlAddr: fmt.Sprintf("127.0.0.1:%d", ports[2]),
+			PodIP:       fmt.Sprintf("10.244.%d.10", i+1),
 		})
 	}
 	return out, nil
