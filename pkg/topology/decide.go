@@ -252,6 +252,7 @@ func (d *decider) steady(active string) {
 	if av != nil && !av.Writable {
 		d.reassert(active, av)
 	}
+	d.drainFormerPrimary(active)
 	for _, s := range d.in.Sites {
 		if s.Name != active {
 			d.follower(s, active, av)

@@ -30,6 +30,26 @@ type FailoverSettings struct {
 	// Override is a site named by a human to promote despite the lag and
 	// loss guards (the failover-override annotation, validated by the caller).
 	Override string
+	// DrainTimeout is spec.connectionDrainTimeout: for this long after a
+	// failover, client sessions on the fenced former primary are evicted.
+	DrainTimeout time.Duration
+}
+
+// EvictSessions kills the client sessions on a fenced former primary
+// (never the operator's or the replication account's).
+const EvictSessions ActionKind = "EvictSessions"
+
+// drainFormerPrimary evicts stale client sessions from the former primary
+// of the last failover while it is reachable, fenced, and the drain window
+// (connectionDrainTimeout after the failover) is open.
+func (d *decider) drainFormerPrimary(active string) {
+	lf := d.in.Status.LastFailover
+	if lf == nil || lf.Source == "" || lf.Source == active || !d.in.Now.Before(lf.Time.Add(d.in.Failover.DrainTimeout)) {
+		return
+	}
+	if o := d.view(lf.Source); o != nil && !o.Writable {
+		d.act(Action{Kind: EvictSessions, Site: lf.Source, Why: fmt.Sprintf("former primary fenced by the failover to %s at %s", lf.Target, lf.Time.UTC().Format(time.RFC3339))})
+	}
 }
 
 // CatchUp is the promotion's first MySQL step on the candidate: stop the
@@ -55,6 +75,9 @@ const (
 	// EventTransactionsPossiblyLost (Warning): the promoted site lacks
 	// transactions the operator saw committed on the old primary.
 	EventTransactionsPossiblyLost = "TransactionsPossiblyLost"
+	// EventClientSessionsEvicted (Normal): stale client sessions were killed
+	// on the fenced former primary.
+	EventClientSessionsEvicted = "ClientSessionsEvicted"
 )
 
 // promoted reports whether a failover reached the point of no return: from

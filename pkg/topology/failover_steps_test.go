@@ -216,3 +216,27 @@ func TestFailoverDisabled(t *testing.T) {
 		t.Fatalf("Degraded %+v", g)
 	}
 }
+
+func TestDrainFormerPrimary(t *testing.T) {
+	obs := steadyObs()
+	obs["pdx"] = site("pdx", true, "I:1-10", nil)
+	obs["iad"] = site("iad", false, "I:1-10", replicating(pdxHost))
+	st := active(4, "pdx")
+	st.LastFailover = &v1alpha1.LastFailover{Time: metav1.NewTime(t0), Target: "pdx", Source: "iad"}
+	in := failoverInput(obs, st)
+	in.Failover.DrainTimeout = 30 * time.Second
+	in.Now = t0.Add(10 * time.Second)
+	if got := strings.Join(actions(Decide(in)), ","); !strings.Contains(got, "EvictSessions iad") {
+		t.Fatalf("inside the drain window: %s", got)
+	}
+	in.Now = t0.Add(31 * time.Second)
+	if got := strings.Join(actions(Decide(in)), ","); strings.Contains(got, "EvictSessions") {
+		t.Fatalf("after the drain window: %s", got)
+	}
+	// A former primary back writable is fenced first, drained on a later poll.
+	in.Now = t0.Add(10 * time.Second)
+	in.Observed["iad"] = site("iad", true, "I:1-10", nil)
+	if got := strings.Join(actions(Decide(in)), ","); !strings.HasPrefix(got, "Fence iad") || strings.Contains(got, "EvictSessions") {
+		t.Fatalf("writable former primary: %s", got)
+	}
+}

@@ -119,6 +119,8 @@ func (p *mpass) do(ctx context.Context, a topology.Action) error {
 		return p.startClone(ctx, a)
 	case topology.CatchUp:
 		return p.catchUp(ctx, a.Site)
+	case topology.EvictSessions:
+		return p.evictSessions(ctx, a.Site)
 	}
 	c, err := p.client(a.Site)
 	if err != nil {

@@ -1,6 +1,8 @@
 package topology
 
 import (
+	corev1 "k8s.io/api/core/v1"
+
 	"context"
 	"fmt"
 	"strings"
@@ -51,6 +53,10 @@ func (p *mpass) failoverSettings() topology.FailoverSettings {
 		}
 	}
 	s.SelfFenceBound = lease + peer
+	s.DrainTimeout = 30 * time.Second
+	if d := g.Spec.ConnectionDrainTimeout; d != nil {
+		s.DrainTimeout = d.Duration
+	}
 	if sb := g.Spec.SplitBrainPolicy; sb != nil {
 		s.Priorities = sb.SitePriorities
 	}
@@ -86,4 +92,20 @@ func (p *mpass) catchUp(ctx context.Context, site string) error {
 	}
 	p.m.log.Info("failover candidate catch-up", "group", p.key, "site", site, "applied", reached)
 	return nil
+}
+
+// evictSessions kills client sessions on the fenced former primary, keeping
+// the operator's and the replication account's.
+func (p *mpass) evictSessions(ctx context.Context, site string) error {
+	c, err := p.client(site)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, p.m.opts.StatementTimeout)
+	defer cancel()
+	killed, err := c.EvictClientSessions(ctx, p.creds.User, p.creds.ReplicationUser)
+	if len(killed) > 0 {
+		p.recordf(corev1.EventTypeNormal, topology.EventClientSessionsEvicted, "evicted %d client sessions from the former primary %s", len(killed), site)
+	}
+	return err
 }

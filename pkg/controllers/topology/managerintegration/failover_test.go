@@ -2,6 +2,7 @@ package managerintegration
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/shipstream/bloodraven/pkg/apis/shipstream/v1alpha1"
 	"github.com/shipstream/bloodraven/pkg/controllers/topology"
 	"github.com/shipstream/bloodraven/pkg/mysqlsim"
+	"github.com/shipstream/bloodraven/pkg/mysqlsim/simtest"
 	mgr "github.com/shipstream/bloodraven/pkg/topology"
 )
 
@@ -24,6 +26,7 @@ func (e *env) failoverGroup(sites []siteDef) *v1alpha1.MysqlFailoverGroup {
 	g := e.group(sites)
 	g.Spec.Sidecar = &v1alpha1.SidecarSpec{LeaseTimeout: &metav1.Duration{Duration: 2 * time.Second}, PeerCheckInterval: &metav1.Duration{Duration: 500 * time.Millisecond}}
 	g.Spec.FailoverCooldown = &metav1.Duration{Duration: 30 * time.Second}
+	g.Spec.ConnectionDrainTimeout = &metav1.Duration{Duration: 2 * time.Minute}
 	return g
 }
 
@@ -139,6 +142,26 @@ func TestFailoverOnPrimaryCrash(t *testing.T) {
 	if g := e.get(); g.Status.ActiveSite != "pdx" || g.Status.TopologyGeneration != 2 {
 		t.Fatalf("status %+v", g.Status)
 	}
+
+	// Inside connectionDrainTimeout, an application session on the former
+	// primary is evicted.
+	app, err := sql.Open("mysql", simtest.AppUser+":"+simtest.AppPass+"@tcp("+e.sites["iad"].Addr()+")/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer app.Close()
+	conn, err := app.Conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	eventually(t, waitFor, "stale application session evicted from iad", func() error {
+		if err := conn.PingContext(context.Background()); err == nil {
+			return fmt.Errorf("session still alive")
+		}
+		return nil
+	})
+	e.waitEvent(mgr.EventClientSessionsEvicted, corev1.EventTypeNormal)
 }
 
 // The most advanced candidate wins, counting what it received but had not
