@@ -48,7 +48,7 @@ const (
 
 // env is one test's namespace, simulated sites and clients.
 type env struct {
-	t     *testing.T
+	t     testing.TB
 	ns    string
 	kube  kubernetes.Interface
 	ship  versioned.Interface
@@ -69,7 +69,7 @@ var threeSites = []siteDef{{"iad", v1alpha1.SiteRolePrimaryCandidate}, {"pdx", v
 
 // newEnv creates a namespace, the operator Secret and one simulated mysqld
 // per site, started super-read-only as the rendered my.cnf starts MySQL.
-func newEnv(t *testing.T, sites []siteDef) *env {
+func newEnv(t testing.TB, sites []siteDef) *env {
 	t.Helper()
 	ship, err := versioned.NewForConfig(cp.Config)
 	if err != nil {
@@ -235,7 +235,7 @@ func (e *env) get() *v1alpha1.MysqlFailoverGroup {
 	return g
 }
 
-func eventually(t *testing.T, timeout time.Duration, what string, f func() error) {
+func eventually(t testing.TB, timeout time.Duration, what string, f func() error) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	var err error

@@ -10,7 +10,7 @@ import (
 	"github.com/shipstream/bloodraven/pkg/mysqlsim/simtest"
 )
 
-func adminDB(t *testing.T, s *mysqlsim.Server) *sql.DB {
+func adminDB(t testing.TB, s *mysqlsim.Server) *sql.DB {
 	t.Helper()
 	db, err := sql.Open("mysql", simtest.AdminUser+":"+simtest.AdminPass+"@tcp("+s.Addr()+")/")
 	if err != nil {
