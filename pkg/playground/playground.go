@@ -23,6 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/util/retry"
 
 	"github.com/shipstream/bloodraven/e2e/framework"
@@ -59,6 +60,7 @@ type Config struct {
 type Playground struct {
 	CP         *framework.ControlPlane
 	Ship       versioned.Interface
+	dyn        dynamic.Interface
 	Namespace  string
 	Group      string
 	Database   string
@@ -135,6 +137,9 @@ func Start(ctx context.Context, cfg Config) (_ *Playground, err error) {
 		return nil, err
 	}
 	if p.Ship, err = versioned.NewForConfig(p.CP.Config); err != nil {
+		return nil, err
+	}
+	if p.dyn, err = dynamic.NewForConfig(p.CP.Config); err != nil {
 		return nil, err
 	}
 	steps := []struct {
