@@ -34,6 +34,7 @@ var degradedPrecedence = []string{
 func (d *decider) conditions() {
 	d.out.Status.ObservedGeneration = d.in.Generation
 	d.bootstrapping()
+	d.recoveryPending()
 	d.siteHealth()
 	d.ready()
 	var msgs []string
@@ -86,9 +87,13 @@ func (d *decider) siteHealth() {
 			d.degrade(v1alpha1.ReasonDivergentTransactions, "%s", st.Message)
 			continue
 		}
-		if st.DivergenceDetectedBy == v1alpha1.DivergenceByReplicaAudit && st.DivergentGTID != "" {
-			d.degrade(v1alpha1.ReasonDivergentTransactions, "site %s holds %d transactions site %s lacks: %s",
-				s.Name, st.DivergentTransactionCount, st.DivergenceComparedTo, st.DivergentGTID)
+		if st.DivergenceDetectedBy != "" && st.DivergentGTID != "" {
+			who := "site"
+			if st.DivergenceDetectedBy == v1alpha1.DivergenceByOldPrimaryRecovery {
+				who = "old primary"
+			}
+			d.degrade(v1alpha1.ReasonDivergentTransactions, "%s %s holds %d transactions site %s lacks: %s",
+				who, s.Name, st.DivergentTransactionCount, st.DivergenceComparedTo, st.DivergentGTID)
 		}
 		if active == "" || s.Name == active || d.out.Status.Transition != nil {
 			continue
@@ -219,4 +224,21 @@ func (d *decider) someFollowerNotReplicating() bool {
 		}
 	}
 	return false
+}
+
+// recoveryPending: True/DivergentTransactions while an old primary holds
+// transactions the active site lacks (reclone it with the interlock
+// annotation once reviewed); False otherwise.
+func (d *decider) recoveryPending() {
+	var blocked []string
+	for _, s := range d.in.Sites {
+		if st := d.sites[s.Name]; st.RecoveryState == v1alpha1.RecoveryBlocked {
+			blocked = append(blocked, fmt.Sprintf("old primary %s holds %d transactions site %s lacks (%s)", s.Name, st.DivergentTransactionCount, st.DivergenceComparedTo, st.DivergentGTID))
+		}
+	}
+	if len(blocked) > 0 {
+		d.set(v1alpha1.ConditionRecoveryPending, metav1.ConditionTrue, v1alpha1.ReasonDivergentTransactions, strings.Join(blocked, "; ")+": review them, then reclone with the interlock annotation")
+		return
+	}
+	d.set(v1alpha1.ConditionRecoveryPending, metav1.ConditionFalse, ReasonNoRecoveryPending, "no old primary awaits recovery")
 }

@@ -397,22 +397,35 @@ func (d *decider) cloneFollower(s SiteSpec, st *v1alpha1.SiteStatus, in SiteInpu
 	}
 }
 
-// recordDivergence keeps the replica audit's record: set when the follower
+// recordDivergence keeps the divergence record of a follower: set when it
 // holds transactions the active site lacks, cleared when it no longer does.
-// An old primary's record (part of recovery) is left alone.
+// The former primary of the last failover (or a site already recorded as
+// one) is an old primary: its record makes recovery Blocked, which the
+// deployment API treats as unstable, where a replica's audit report is not.
 func (d *decider) recordDivergence(s SiteSpec, st *v1alpha1.SiteStatus, extra gtid.Set, active string) {
-	if st.DivergenceDetectedBy == v1alpha1.DivergenceByOldPrimaryRecovery {
-		return
-	}
 	if extra.IsEmpty() {
+		if st.RecoveryState == v1alpha1.RecoveryBlocked {
+			st.RecoveryState = ""
+			d.event(false, EventOldPrimaryRecovered, "old primary %s no longer holds transactions site %s lacks", s.Name, active)
+		}
 		st.DivergentGTID, st.DivergentTransactionCount, st.DivergenceDetectedBy, st.DivergenceComparedTo = "", 0, "", ""
 		return
 	}
+	detector := v1alpha1.DivergenceByReplicaAudit
+	lf := d.out.Status.LastFailover
+	if st.DivergenceDetectedBy == v1alpha1.DivergenceByOldPrimaryRecovery || (lf != nil && lf.Source == s.Name && lf.Target == active) {
+		detector = v1alpha1.DivergenceByOldPrimaryRecovery
+		st.RecoveryState = v1alpha1.RecoveryBlocked
+	}
 	set := extra.OneLine()
 	if st.DivergentGTID != set {
-		d.event(true, EventDivergentTransactionsDetected, "site %s holds %d transactions site %s lacks: %s",
-			s.Name, extra.Count(), active, set)
+		who := "site"
+		if detector == v1alpha1.DivergenceByOldPrimaryRecovery {
+			who = "old primary"
+		}
+		d.event(true, EventDivergentTransactionsDetected, "%s %s holds %d transactions site %s lacks: %s",
+			who, s.Name, extra.Count(), active, set)
 	}
 	st.DivergentGTID, st.DivergentTransactionCount = set, int64(extra.Count())
-	st.DivergenceDetectedBy, st.DivergenceComparedTo = v1alpha1.DivergenceByReplicaAudit, active
+	st.DivergenceDetectedBy, st.DivergenceComparedTo = detector, active
 }

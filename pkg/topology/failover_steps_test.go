@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/shipstream/bloodraven/pkg/apis/shipstream/v1alpha1"
+	"github.com/shipstream/bloodraven/pkg/apis/shipstream/v1alpha1/stability"
 	"github.com/shipstream/bloodraven/pkg/observe"
 )
 
@@ -238,5 +239,51 @@ func TestDrainFormerPrimary(t *testing.T) {
 	in.Observed["iad"] = site("iad", true, "I:1-10", nil)
 	if got := strings.Join(actions(Decide(in)), ","); !strings.HasPrefix(got, "Fence iad") || strings.Contains(got, "EvictSessions") {
 		t.Fatalf("writable former primary: %s", got)
+	}
+}
+
+// The former primary returns with transactions the new active site lacks
+// (writes it took after the operator lost it): it is not repointed, its
+// recovery is Blocked and the group unstable until a human acts.
+func TestReturningOldPrimaryWithLostWrites(t *testing.T) {
+	obs := steadyObs()
+	obs["pdx"] = site("pdx", true, "I:1-10", nil)
+	obs["iad"] = site("iad", false, "I:1-12", nil)
+	obs["dr"] = site("dr", false, "I:1-10", replicating(pdxHost))
+	obs["reader"] = site("reader", false, "I:1-10", replicating(pdxHost))
+	st := active(4, "pdx")
+	st.LastFailover = &v1alpha1.LastFailover{Time: metav1.NewTime(t0.Add(-time.Hour)), Target: "pdx", Source: "iad"}
+	d := Decide(failoverInput(obs, st))
+	iad := siteStatus(d, "iad")
+	if iad.RecoveryState != v1alpha1.RecoveryBlocked || iad.DivergenceDetectedBy != v1alpha1.DivergenceByOldPrimaryRecovery ||
+		iad.DivergentGTID != expand("I:11-12") || iad.SourceConvergenceReason != "GTIDDiverged" {
+		t.Fatalf("iad %+v", iad)
+	}
+	for _, a := range d.Actions {
+		if a.Site == "iad" && a.Kind != EvictSessions {
+			t.Fatalf("acted on the old primary: %v", actions(d))
+		}
+	}
+	if c := cond(d, v1alpha1.ConditionRecoveryPending); c.Status != metav1.ConditionTrue || c.Reason != v1alpha1.ReasonDivergentTransactions {
+		t.Fatalf("RecoveryPending %+v", c)
+	}
+	if g := cond(d, v1alpha1.ConditionDegraded); g.Reason != v1alpha1.ReasonDivergentTransactions || !strings.Contains(g.Message, "iad") {
+		t.Fatalf("Degraded %+v", g)
+	}
+	group := &v1alpha1.MysqlFailoverGroup{Status: d.Status}
+	for _, s := range fourSites {
+		group.Spec.Sites = append(group.Spec.Sites, v1alpha1.SiteSpec{Name: s.Name, Role: s.Role})
+	}
+	if v := stability.Evaluate(group); v.Stable || v.Reason != stability.RecoveryPending {
+		t.Fatalf("deployment API stability %+v, want unstable RecoveryPending", v)
+	}
+	// Recloned by a human: the record clears, recovery is over.
+	obs["iad"] = site("iad", false, "I:1-10", replicating(pdxHost))
+	healed := Decide(failoverInput(obs, d.Status))
+	if s := siteStatus(healed, "iad"); s.RecoveryState != "" || s.DivergentGTID != "" {
+		t.Fatalf("iad after reclone %+v", s)
+	}
+	if c := cond(healed, v1alpha1.ConditionRecoveryPending); c.Status != metav1.ConditionFalse || !hasEvent(healed, EventOldPrimaryRecovered, false) {
+		t.Fatalf("RecoveryPending %+v events %+v", c, healed.Events)
 	}
 }

@@ -6,6 +6,10 @@ package topology
 // The other Degraded reasons are v1alpha1's.
 const ReasonNoEligibleCandidate = "NoEligibleCandidate"
 
+// ReasonNoRecoveryPending is RecoveryPending=False: no old primary is being
+// recovered or blocked.
+const ReasonNoRecoveryPending = "NoRecoveryPending"
+
 // Event reasons of the topology manager (<Subject><PastTenseVerb>[Cause]),
 // each always recorded with the type noted.
 const (
@@ -49,7 +53,11 @@ const (
 	// EventCloneRefusedDivergentTransactions (Warning): a follower needs a
 	// clone but holds transactions the donor lacks; it is left as it is.
 	EventCloneRefusedDivergentTransactions = "CloneRefusedDivergentTransactions"
-	// EventDivergentTransactionsDetected (Warning): the replica audit found
-	// transactions on a follower that the active site lacks.
+	// EventDivergentTransactionsDetected (Warning): a follower (a replica,
+	// or the old primary after a failover) holds transactions the active
+	// site lacks.
 	EventDivergentTransactionsDetected = "DivergentTransactionsDetected"
+	// EventOldPrimaryRecovered (Normal): an old primary's divergence record
+	// cleared (v1.7.0 name of RecoveryComplete).
+	EventOldPrimaryRecovered = "OldPrimaryRecovered"
 )

@@ -18,7 +18,7 @@ import (
 )
 
 // managerConditions are the condition types the manager owns.
-var managerConditions = []string{v1alpha1.ConditionReady, v1alpha1.ConditionDegraded, v1alpha1.ConditionBootstrapping}
+var managerConditions = []string{v1alpha1.ConditionReady, v1alpha1.ConditionDegraded, v1alpha1.ConditionBootstrapping, v1alpha1.ConditionRecoveryPending}
 
 // execute carries out a decision: an intent is written first and, if that
 // write fails, nothing else happens; then the actions; then the status.

@@ -308,3 +308,30 @@ func TestFailoverResumesAfterOperatorCrash(t *testing.T) {
 		})
 	}
 }
+
+// The old primary took writes the operator never saw replicated, then came
+// back after the failover: it stays fenced and is not repointed, its
+// transactions are recorded, recovery is Blocked and the group Degraded.
+func TestReturningOldPrimaryWithLostWritesIsBlocked(t *testing.T) {
+	e := newEnv(t, threeSites)
+	e.startOperator(withFailover)
+	e.create(e.failoverGroup(threeSites))
+	e.waitCondition(v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonHealthy)
+	e.sites["iad"].Crash()
+	lost := e.sites["iad"].InjectErrantTransactions(3) // on its disk, never replicated
+	e.waitActive("pdx", 2)
+	if err := e.sites["iad"].Restart(); err != nil {
+		t.Fatal(err)
+	}
+	g := e.waitCondition(v1alpha1.ConditionRecoveryPending, metav1.ConditionTrue, v1alpha1.ReasonDivergentTransactions)
+	st := site(g, "iad")
+	if st.RecoveryState != v1alpha1.RecoveryBlocked || st.DivergenceDetectedBy != v1alpha1.DivergenceByOldPrimaryRecovery || st.DivergentGTID != lost.OneLine() {
+		t.Fatalf("iad %+v", st)
+	}
+	e.waitCondition(v1alpha1.ConditionDegraded, metav1.ConditionTrue, v1alpha1.ReasonDivergentTransactions)
+	time.Sleep(time.Second)
+	s := e.sites["iad"].Snapshot()
+	if !s.ReadOnly || !lost.IsSubsetOf(s.Executed) || s.IORunning == "Yes" {
+		t.Fatalf("iad touched: %+v", s)
+	}
+}
