@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/shipstream/bloodraven/pkg/apis/shipstream/v1alpha1"
+	"github.com/shipstream/bloodraven/pkg/mysqlsim/simtest"
 	mgr "github.com/shipstream/bloodraven/pkg/topology"
 )
 
@@ -327,4 +328,44 @@ func matches(m *dto.Metric, labels []string) bool {
 		}
 	}
 	return true
+}
+
+// A clone that fails (the donor refuses the replication account) reports
+// Bootstrapping=False/BootstrapFailed and Degraded=True/BootstrapFailed, and
+// is retried; once the Secret is fixed the retry succeeds and both clear.
+func TestFailedCloneIsReportedAndRetried(t *testing.T) {
+	sites := threeSites[:2]
+	e := newEnv(t, sites)
+	e.exec("iad", "SET GLOBAL read_only = OFF", "CREATE DATABASE a", "SET GLOBAL super_read_only = ON")
+	e.sites["iad"].PurgeBinaryLogs()
+	setReplPassword := func(pw string) {
+		s, err := e.kube.CoreV1().Secrets(e.ns).Get(context.Background(), secretName, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Data["MYSQL_REPLICATION_PASSWORD"] = []byte(pw)
+		if _, err := e.kube.CoreV1().Secrets(e.ns).Update(context.Background(), s, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	setReplPassword("wrong")
+	e.startOperator()
+	e.create(e.group(sites))
+
+	g := e.waitCondition(v1alpha1.ConditionBootstrapping, metav1.ConditionFalse, v1alpha1.ReasonBootstrapFailed)
+	if c := condition(g, v1alpha1.ConditionDegraded); c.Status != metav1.ConditionTrue || c.Reason != v1alpha1.ReasonBootstrapFailed || !contains(c.Message, "pdx") {
+		t.Fatalf("Degraded %+v", c)
+	}
+	if ev := e.waitEvent(mgr.EventCloneFailed, corev1.EventTypeWarning); contains(ev.Message, "wrong") {
+		t.Fatalf("the Event carries the password: %q", ev.Message)
+	}
+	if c := condition(g, v1alpha1.ConditionBootstrapping); contains(c.Message, "wrong") {
+		t.Fatalf("the condition carries the password: %q", c.Message)
+	}
+
+	setReplPassword(simtest.ReplPass)
+	e.waitEvent(mgr.EventCloneSucceeded, corev1.EventTypeNormal)
+	e.waitCondition(v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonHealthy)
+	e.waitCondition(v1alpha1.ConditionBootstrapping, metav1.ConditionFalse, v1alpha1.ReasonNotBootstrapping)
+	e.waitCondition(v1alpha1.ConditionDegraded, metav1.ConditionFalse, v1alpha1.ReasonNotDegraded)
 }
