@@ -116,7 +116,9 @@ func (d *decider) siteHealth() {
 			continue
 		}
 		if lag := o.Replica.SecondsBehindSource; lag != nil && *lag > d.in.MaxLagSeconds {
-			d.degrade(v1alpha1.ReasonSiteUnhealthy, "site %s is %ds behind site %s (maxLagSeconds %d)", s.Name, *lag, active, d.in.MaxLagSeconds)
+			// No current figure in the message: it would rewrite the status on
+			// every poll; secondsBehindSource has it.
+			d.degrade(v1alpha1.ReasonSiteUnhealthy, "site %s lags more than maxLagSeconds (%ds) behind site %s", s.Name, d.in.MaxLagSeconds, active)
 		}
 	}
 	if len(writable) > 1 {
