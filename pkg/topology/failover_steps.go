@@ -35,6 +35,12 @@ type FailoverSettings struct {
 	DrainTimeout time.Duration
 }
 
+// NotifySidecars tells every reachable sidecar of the group that an
+// active-site change is in flight, so no sidecar keeps confirming the old
+// primary to its peers (best effort: a sidecar that cannot be reached is
+// covered by the self-fence deadline).
+const NotifySidecars ActionKind = "NotifySidecars"
+
 // EvictSessions kills the client sessions on a fenced former primary
 // (never the operator's or the replication account's).
 const EvictSessions ActionKind = "EvictSessions"
@@ -172,6 +178,7 @@ func (d *decider) startFailover(active string) bool {
 		StartTime: now, StepTime: &now, SourceFenceDeadline: &deadline, Message: truncate(msg, 1024),
 	}
 	d.out.WriteFirst = true
+	d.act(Action{Kind: NotifySidecars, Why: fmt.Sprintf("failover from %s to %s", active, choice.Site)})
 	d.waiting = fmt.Sprintf("failover from %s to %s recorded", active, choice.Site)
 	d.event(true, EventFailoverStarted, "active site %s is unreachable: failing over to site %s (%s); promotion waits until %s for %s to have fenced itself",
 		active, choice.Site, msg, deadline.UTC().Format(time.RFC3339), active)
@@ -234,6 +241,9 @@ func (d *decider) continueFailover(t *v1alpha1.Transition) {
 	case t.Step == v1alpha1.StepCatchingUp:
 		d.catchUp(t, tv)
 	default: // Recorded, NotifyingSidecars, FencingSource, AwaitingSelfFence
+		// Announced again on every poll until promotion: idempotent, and a
+		// restarted operator or a sidecar that came back hears it too.
+		d.act(Action{Kind: NotifySidecars, Why: fmt.Sprintf("failover from %s to %s", src, target)})
 		fenced := sv != nil && !sv.Writable
 		if dl := t.SourceFenceDeadline; !fenced && dl != nil && d.in.Now.Before(dl.Time) {
 			d.waiting = fmt.Sprintf("failover to %s: waiting until %s for %s to have fenced itself", target, dl.UTC().Format(time.RFC3339), src)

@@ -42,7 +42,9 @@ func TestFailoverStart(t *testing.T) {
 		tr.Step != v1alpha1.StepAwaitingSelfFence || !d.WriteFirst || tr.SourceFenceDeadline == nil || !tr.SourceFenceDeadline.Time.Equal(t0.Add(20*time.Second)) {
 		t.Fatalf("transition %+v", tr)
 	}
-	if len(d.Actions) != 0 || d.Status.ActiveSite != "iad" || d.Status.TopologyGeneration != 3 {
+	// Only the sidecars are told (after the intent is written); nothing is
+	// fenced or promoted yet.
+	if strings.Join(actions(d), ",") != "NotifySidecars " || d.Status.ActiveSite != "iad" || d.Status.TopologyGeneration != 3 {
 		t.Fatalf("intent recorded and acted on at once: %v %+v", actions(d), d.Status)
 	}
 	if !hasEvent(d, EventFailoverStarted, true) {
@@ -103,7 +105,7 @@ func TestFailoverStart(t *testing.T) {
 func TestFailoverSteps(t *testing.T) {
 	t.Run("before the self-fence deadline: wait", func(t *testing.T) {
 		d := Decide(failoverInput(iadDown(), inFailover(v1alpha1.StepAwaitingSelfFence)))
-		if len(d.Actions) != 0 || d.WriteFirst {
+		if strings.Join(actions(d), ",") != "NotifySidecars " || d.WriteFirst {
 			t.Fatalf("actions %v", actions(d))
 		}
 	})
@@ -111,7 +113,7 @@ func TestFailoverSteps(t *testing.T) {
 		in := failoverInput(iadDown(), inFailover(v1alpha1.StepAwaitingSelfFence))
 		in.Now = t0.Add(21 * time.Second)
 		d := Decide(in)
-		if d.Status.Transition.Step != v1alpha1.StepCatchingUp || !d.WriteFirst || strings.Join(actions(d), ",") != "CatchUp pdx" {
+		if d.Status.Transition.Step != v1alpha1.StepCatchingUp || !d.WriteFirst || strings.Join(actions(d), ",") != "NotifySidecars ,CatchUp pdx" {
 			t.Fatalf("step %s actions %v", d.Status.Transition.Step, actions(d))
 		}
 	})

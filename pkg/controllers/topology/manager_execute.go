@@ -109,7 +109,9 @@ func (p *mpass) run(ctx context.Context, actions []topology.Action) {
 			fenceFailed = true
 		}
 		p.m.tracker.Invalidate(p.key, a.Site)
-		p.noteMutation(a, err)
+		if a.Site != "" {
+			p.noteMutation(a, err)
+		}
 	}
 }
 
@@ -121,6 +123,8 @@ func (p *mpass) do(ctx context.Context, a topology.Action) error {
 		return p.catchUp(ctx, a.Site)
 	case topology.EvictSessions:
 		return p.evictSessions(ctx, a.Site)
+	case topology.NotifySidecars:
+		return p.notifySidecars(ctx)
 	}
 	c, err := p.client(a.Site)
 	if err != nil {

@@ -1,14 +1,16 @@
 package topology
 
 import (
-	corev1 "k8s.io/api/core/v1"
-
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/shipstream/bloodraven/pkg/apis/shipstream/v1alpha1"
+	"github.com/shipstream/bloodraven/pkg/protocol"
 	"github.com/shipstream/bloodraven/pkg/topology"
 )
 
@@ -108,4 +110,36 @@ func (p *mpass) evictSessions(ctx context.Context, site string) error {
 		p.recordf(corev1.EventTypeNormal, topology.EventClientSessionsEvicted, "evicted %d client sessions from the former primary %s", len(killed), site)
 	}
 	return err
+}
+
+// notifySidecars announces the transition in flight to every site's
+// sidecar at once (protocol.Client.Announce), each under the statement
+// timeout. Best effort by design: a sidecar that cannot be reached is
+// covered by the self-fence deadline the promotion waits for.
+func (p *mpass) notifySidecars(ctx context.Context) error {
+	t := p.g.Status.Transition
+	if t == nil {
+		return nil
+	}
+	doc := protocol.ActiveSite{Namespace: p.g.Namespace, Group: p.g.Name, ActiveSite: p.g.Status.ActiveSite,
+		TopologyGeneration: p.g.Status.TopologyGeneration, Transition: &protocol.TransitionNotice{
+			ID: t.ID, Kind: string(t.Kind), SourceSite: t.SourceSite, TargetSite: t.TargetSite,
+			TopologyGeneration: t.TopologyGeneration, Step: string(t.Step), StartTime: t.StartTime.Time,
+		}}
+	ctx, cancel := context.WithTimeout(ctx, p.m.opts.StatementTimeout)
+	defer cancel()
+	var wg sync.WaitGroup
+	for _, s := range p.g.Spec.Sites {
+		addr, err := p.m.opts.Resolver.SidecarAddr(siteKey(p.g, s.Name))
+		if err != nil {
+			continue // no sidecar address known (development map without sidecar=)
+		}
+		wg.Go(func() {
+			if _, err := (protocol.Client{}).Announce(ctx, addr, doc); err != nil {
+				p.m.log.Debug("transition not announced to a sidecar", "group", p.key, "site", s.Name, "err", err.Error())
+			}
+		})
+	}
+	wg.Wait()
+	return nil
 }

@@ -81,6 +81,7 @@ func TestFailoverOnPrimaryCrash(t *testing.T) {
 	}
 	g := e.waitActive("pdx", 2)
 	promotedAfter := time.Since(crashed)
+	published := time.Now()
 	if s := e.sites["pdx"].Snapshot(); s.ReadOnly || !committed.IsSubsetOf(s.Executed) {
 		t.Fatalf("pdx after promotion: %+v", s)
 	}
@@ -96,6 +97,24 @@ func TestFailoverOnPrimaryCrash(t *testing.T) {
 		t.Errorf("transitions_total{Automatic,succeeded} = %v", v)
 	}
 	e.waitEvent(mgr.EventFailoverSucceeded, corev1.EventTypeNormal)
+	// Every reachable sidecar was told a transition is in flight, before the
+	// promotion (the announcements stop once the candidate is promoted).
+	for _, name := range []string{"pdx", "reader"} {
+		got := e.sidecars[name].announcements()
+		if len(got) == 0 {
+			t.Fatalf("sidecar of %s was never told about the failover", name)
+		}
+		a := got[0]
+		if tn := a.doc.Transition; tn == nil || tn.ID != tr.ID || tn.TargetSite != "pdx" || tn.SourceSite != "iad" ||
+			a.doc.Namespace != e.ns || a.doc.Group != groupName || a.doc.ActiveSite != "iad" || !a.at.Before(published) {
+			t.Fatalf("announcement to %s: %+v (transition %+v)", name, a.doc, a.doc.Transition)
+		}
+		for _, later := range got {
+			if later.doc.Transition == nil || later.doc.Transition.Step == string(v1alpha1.StepPromoting) {
+				t.Fatalf("announcement after the promotion step: %+v", later.doc)
+			}
+		}
+	}
 	eventually(t, waitFor, "reader follows pdx; annotations written", func() error {
 		g := e.get()
 		if st := site(g, "reader"); st.SourceHost != e.fqdn("pdx") || st.Replication != v1alpha1.ReplicationRunning {

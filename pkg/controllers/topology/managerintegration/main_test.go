@@ -54,7 +54,10 @@ type env struct {
 	ship  versioned.Interface
 	dyn   dynamic.Interface
 	sites map[string]*mysqlsim.Server
-	addrs *devaddr.Map
+	// sidecars stand in for each site's sidecar (not built yet): they record
+	// the transition announcements the operator POSTs.
+	sidecars map[string]*sidecarStandIn
+	addrs    *devaddr.Map
 	// created are the groups to delete at cleanup.
 	created []string
 }
@@ -79,7 +82,8 @@ func newEnv(t testing.TB, sites []siteDef) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &env{t: t, ns: cp.NewNamespace(t), kube: cp.Client(), ship: ship, dyn: dyn, sites: map[string]*mysqlsim.Server{}}
+	e := &env{t: t, ns: cp.NewNamespace(t), kube: cp.Client(), ship: ship, dyn: dyn, sites: map[string]*mysqlsim.Server{},
+		sidecars: map[string]*sidecarStandIn{}}
 	var mu sync.Mutex
 	resolve := func(host string, port int) string {
 		mu.Lock()
@@ -94,7 +98,9 @@ func newEnv(t testing.TB, sites []siteDef) *env {
 	for _, s := range sites {
 		srv := simtest.Start(t, mysqlsim.Config{Name: s.name, SuperReadOnly: true, ResolveSource: resolve})
 		e.sites[s.name] = srv
-		entries = append(entries, devaddr.Entry{Site: devaddr.SiteKey{Namespace: e.ns, Group: groupName, Site: s.name}, MySQL: srv.Addr()})
+		sc := newSidecarStandIn(t, s.name)
+		e.sidecars[s.name] = sc
+		entries = append(entries, devaddr.Entry{Site: devaddr.SiteKey{Namespace: e.ns, Group: groupName, Site: s.name}, MySQL: srv.Addr(), Sidecar: sc.addr})
 	}
 	m, err := devaddr.New(entries...)
 	if err != nil {
