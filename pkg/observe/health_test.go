@@ -3,6 +3,7 @@ package observe
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 )
@@ -126,7 +127,10 @@ func TestGroupCadence(t *testing.T) {
 // polled every round.
 func TestRoundBackoffPerSite(t *testing.T) {
 	calls := map[string]int{}
+	var mu sync.Mutex // probes of one round run concurrently
 	probe := func(ctx context.Context, site string) (int, error) {
+		mu.Lock()
+		defer mu.Unlock()
 		calls[site]++
 		if site == "dead" {
 			return 0, errors.New("refused")

@@ -3,6 +3,7 @@ package observe
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -87,7 +88,13 @@ func TestRoundIsolatesDeadSites(t *testing.T) {
 // site dropped from the list is forgotten.
 func TestRoundMinIntervalAndForget(t *testing.T) {
 	calls := map[string]int{}
-	probe := func(ctx context.Context, site string) (int, error) { calls[site]++; return calls[site], nil }
+	var mu sync.Mutex // probes of one round run concurrently
+	probe := func(ctx context.Context, site string) (int, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		calls[site]++
+		return calls[site], nil
+	}
 	tr := NewTracker[int](nil)
 	opts := RoundOptions{Sites: []string{"a", "b"}, Timeout: time.Second, MinInterval: time.Hour}
 	if _, err := tr.Round(context.Background(), "g", probe, opts); err != nil {
