@@ -12,7 +12,6 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
-	"strconv"
 	"syscall"
 
 	"k8s.io/client-go/tools/cache"
@@ -73,7 +72,7 @@ func registerModules(p *operator.Process) error {
 	if _, err := database.New(p); err != nil {
 		return err
 	}
-	if err := registerTopology(p); err != nil {
+	if _, err := topology.New(p); err != nil {
 		return err
 	}
 	groups, leases := groupAndLeaseInformers(p)
@@ -100,45 +99,6 @@ func registerModules(p *operator.Process) error {
 		p.SetDeployAPI(h)
 	}
 	registerAuxiliary(p, groups)
-	return nil
-}
-
-// automaticFailoverEnv turns on the topology manager's automatic failover.
-// It is an environment variable of this command (not yet an operator flag)
-// while failover is being finished; off unless set to true.
-const automaticFailoverEnv = "BLOODRAVEN_AUTOMATIC_FAILOVER"
-
-// registerTopology runs the topology controller with its manager: it
-// observes every site's mysqld through the process's resolver (the internal
-// Services, or the development address map) with the leader-election-safe
-// statement deadline.
-func registerTopology(p *operator.Process) error {
-	auto := false
-	if v := os.Getenv(automaticFailoverEnv); v != "" {
-		b, err := strconv.ParseBool(v)
-		if err != nil {
-			return fmt.Errorf("%s=%q is not true or false", automaticFailoverEnv, v)
-		}
-		auto = b
-	}
-	c, err := topology.NewController(topology.Options{
-		Kube: p.Kube, Shipstream: p.Shipstream, Dynamic: p.Dynamic, Informers: p.Informers,
-		Recorder: p.Recorder, SidecarImage: p.Config.SidecarImage, Logger: p.Log,
-		MetricsProvider: p.Metrics.Workqueue,
-		Manager: topology.ManagerOptions{
-			Resolver:          p.Resolver,
-			StatementTimeout:  p.Config.LeaderElection.StatementTimeout(),
-			Metrics:           topology.NewMetrics(p.Metrics.Registry),
-			AutomaticFailover: auto,
-		},
-	})
-	if err != nil {
-		return err
-	}
-	if auto {
-		p.Log.Warn("automatic failover is on", "env", automaticFailoverEnv)
-	}
-	p.AddController(c)
 	return nil
 }
 

@@ -55,9 +55,12 @@ type Options struct {
 	Recorder  record.EventRecorder
 	// SidecarImage is BLOODRAVEN_SIDECAR_IMAGE, the sidecar of groups that do
 	// not pin spec.sidecar.image.
-	SidecarImage    string
-	Logger          *slog.Logger
-	MetricsProvider workqueue.MetricsProvider
+	SidecarImage string
+	// OperatorEndpoint is where sidecars reach the operator's auxiliary
+	// listener when a group does not set spec.sidecar.operatorEndpoint.
+	OperatorEndpoint string
+	Logger           *slog.Logger
+	MetricsProvider  workqueue.MetricsProvider
 	// DNSCRDRecheck: see DefaultDNSCRDRecheck; zero uses it.
 	DNSCRDRecheck time.Duration
 	// Manager configures the topology manager (observing MySQL, choosing and
@@ -100,7 +103,7 @@ func NewController(opts Options) (*Controller, error) {
 	}
 	c := &Controller{
 		kube: opts.Kube, ship: opts.Shipstream, dyn: opts.Dynamic, informers: opts.Informers,
-		recorder: opts.Recorder, render: render.Config{SidecarImage: opts.SidecarImage},
+		recorder: opts.Recorder, render: render.Config{SidecarImage: opts.SidecarImage, OperatorEndpoint: opts.OperatorEndpoint},
 		log: log.With("controller", QueueName), dnsRecheck: opts.DNSCRDRecheck,
 	}
 	if c.dnsRecheck <= 0 {
@@ -224,17 +227,29 @@ func (c *Controller) allGroups() []*v1alpha1.MysqlFailoverGroup {
 	return out
 }
 
-// New builds the controller from the operator process's clients,
-// informers, recorder and configuration, and registers it with p, so it
-// runs while p leads.
+// New builds the controller, with its topology manager, from the operator
+// process's clients, informers, recorder and configuration, and registers
+// it with p, so it runs while p leads. The manager observes every site's
+// mysqld through the process's resolver (the internal Services, or the
+// development address map) with the leader-election-safe statement deadline.
 func New(p *operator.Process) (*Controller, error) {
 	c, err := NewController(Options{
 		Kube: p.Kube, Shipstream: p.Shipstream, Dynamic: p.Dynamic, Informers: p.Informers,
 		Recorder: p.Recorder, SidecarImage: p.Config.SidecarImage, Logger: p.Log,
-		MetricsProvider: p.Metrics.Workqueue,
+		OperatorEndpoint: p.Config.SidecarOperatorEndpoint,
+		MetricsProvider:  p.Metrics.Workqueue,
+		Manager: ManagerOptions{
+			Resolver:          p.Resolver,
+			StatementTimeout:  p.Config.LeaderElection.StatementTimeout(),
+			Metrics:           NewMetrics(p.Metrics.Registry),
+			AutomaticFailover: p.Config.AutomaticFailover,
+		},
 	})
 	if err != nil {
 		return nil, err
+	}
+	if !p.Config.AutomaticFailover {
+		p.Log.Warn("automatic failover is off (--automatic-failover=false): an unreachable primary is reported, not replaced")
 	}
 	p.AddController(c)
 	return c, nil
