@@ -45,6 +45,11 @@ func Decide(in Input) Decision {
 			d.steady(in.Status.ActiveSite)
 		}
 	}
+	if d.in.Reclone != nil && !d.out.ClearRecloneAnnotation {
+		d.out.ClearRecloneAnnotation = true
+		d.event(true, EventRecloneRejected, "annotation %s=%q refused and cleared: the group has no settled active site (a bootstrap or an active-site change is in progress); request it again later",
+			AnnotationRecloneSite, d.in.Reclone.Value)
+	}
 	d.finishSites()
 	d.conditions()
 	return d.out
@@ -253,8 +258,9 @@ func (d *decider) steady(active string) {
 		d.reassert(active, av)
 	}
 	d.drainFormerPrimary(active)
+	recloning := d.reclone(active, av)
 	for _, s := range d.in.Sites {
-		if s.Name != active {
+		if s.Name != active && s.Name != recloning {
 			d.follower(s, active, av)
 		}
 	}
@@ -304,6 +310,12 @@ func (d *decider) follower(s SiteSpec, active string, av *Observed) {
 	want := SourceHost(d.in.Namespace, d.in.Group, active)
 	if o == nil {
 		st.SourceConvergenceState, st.SourceConvergenceReason = "Pending", "ProbeFailed"
+		return
+	}
+	if in.Clone.Running {
+		// Its data is being replaced: nothing to repoint, start or judge.
+		st.SourceConvergenceState, st.SourceConvergenceReason = "Pending", "SourceMismatch"
+		st.Message = fmt.Sprintf("cloning from site %s since %s", in.Clone.Donor, in.Clone.Started.UTC().Format("15:04:05Z"))
 		return
 	}
 	srcOK := o.Replica != nil && SameHost(o.Replica.SourceHost, want) && o.Replica.SourcePort == SourcePort

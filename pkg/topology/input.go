@@ -116,6 +116,8 @@ type Input struct {
 	// Failover configures automatic failover; a zero SelfFenceBound and
 	// Cooldown are used as given (tests), callers pass the spec's values.
 	Failover FailoverSettings
+	// Reclone is the reclone-site annotation, nil when absent.
+	Reclone *RecloneInput
 }
 
 // ActionKind is a MySQL mutation the executor performs.
@@ -153,6 +155,12 @@ type Action struct {
 	// ResetReplication: MakeWritable first stops and forgets the site's
 	// replication channel.
 	ResetReplication bool
+	// Discard, on a Clone requested through the reclone annotation, is the
+	// set of the site's transactions the donor lacks that the request
+	// accepted to destroy (recorded in status first). The executor clones
+	// only if the site's fresh set minus the donor's is within it; a Clone
+	// without Discard never destroys anything.
+	Discard gtid.Set
 	// Why is a human-readable reason, for logs and Events.
 	Why string
 }
@@ -177,4 +185,8 @@ type Decision struct {
 	WriteFirst bool
 	Actions    []Action
 	Events     []Event
+	// ClearRecloneAnnotation: the reclone-site annotation was handled
+	// (accepted or refused) and is removed once the status is stored and
+	// the actions ran.
+	ClearRecloneAnnotation bool
 }

@@ -51,6 +51,15 @@ type MysqlFailoverGroupStatus struct {
 	// by a failover (emergency, planned or ordered-update).
 	// +optional
 	LastFailover *LastFailover `json:"lastFailover,omitempty"`
+	// recloneHistory records the reclones requested through the
+	// bloodraven.shipstream.io/reclone-site annotation (the latest 10,
+	// oldest first), each with the transactions it discarded. An entry is
+	// written before the clone starts, so no divergent set is destroyed
+	// without a record.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=10
+	RecloneHistory []RecloneRecord `json:"recloneHistory,omitempty"`
 	// updatePhase is the current step of an ordered update; empty when none
 	// is running.
 	// +optional
@@ -331,6 +340,35 @@ type LastFailover struct {
 	// primary that the new primary lacks. Empty means nothing known lost.
 	// +optional
 	PossiblyLostGTID string `json:"possiblyLostGtid,omitempty"`
+}
+
+// RecloneRecord is one reclone requested through the reclone-site
+// annotation.
+type RecloneRecord struct {
+	// site that was recloned.
+	// +required
+	// +kubebuilder:validation:MaxLength=20
+	Site string `json:"site"`
+	// donor is the active site the clone copied from.
+	// +required
+	// +kubebuilder:validation:MaxLength=20
+	Donor string `json:"donor"`
+	// requestTime is when the operator accepted the request.
+	// +required
+	RequestTime metav1.Time `json:"requestTime"`
+	// discardedGtid is the set the site held that the donor lacked when
+	// the reclone was accepted: the transactions the clone destroys. Empty
+	// for a cold reclone.
+	// +optional
+	DiscardedGTID string `json:"discardedGtid,omitempty"`
+	// discardedTransactionCount is the number of transactions in
+	// discardedGtid.
+	// +optional
+	DiscardedTransactionCount int64 `json:"discardedTransactionCount,omitempty"`
+	// divergenceDetectedBy is how the discarded set had been found:
+	// OldPrimaryRecovery or ReplicaAudit; empty for a cold reclone.
+	// +optional
+	DivergenceDetectedBy DivergenceDetector `json:"divergenceDetectedBy,omitempty"`
 }
 
 // UpdatePhase is the step of an ordered update.
