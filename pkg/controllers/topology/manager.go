@@ -199,6 +199,10 @@ func (m *Manager) Reconcile(ctx context.Context, g *v1alpha1.MysqlFailoverGroup)
 	in := p.input(results)
 	d := topology.Decide(in)
 	g, err = p.execute(ctx, d)
+	if err == nil && d.ClearRecloneAnnotation && in.Reclone != nil {
+		err = p.clearReclone(ctx, in.Reclone.Value)
+		g = p.g
+	}
 	if err == nil {
 		err = p.syncLastFailoverAnnotations(ctx)
 		g = p.g
@@ -349,6 +353,7 @@ func (p *mpass) input(results map[string]observe.Result[Sample]) topology.Input 
 		in.MaxLagSeconds = int64(*r.MaxLagSeconds)
 	}
 	in.Failover = p.failoverSettings()
+	in.Reclone = recloneInput(g)
 	p.m.mu.Lock()
 	defer p.m.mu.Unlock()
 	if a, ok := results[g.Status.ActiveSite]; ok && a.Fresh && a.Health.Reach == observe.Reachable {

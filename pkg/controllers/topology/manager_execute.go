@@ -73,6 +73,7 @@ func (p *mpass) writeStatus(ctx context.Context, st v1alpha1.MysqlFailoverGroupS
 			o.Status.Sites = st.Sites
 			o.Status.ObservedGeneration = st.ObservedGeneration
 			o.Status.LastFailover = st.LastFailover
+			o.Status.RecloneHistory = st.RecloneHistory
 			for _, t := range managerConditions {
 				if c := apimeta.FindStatusCondition(st.Conditions, t); c != nil {
 					apimeta.SetStatusCondition(&o.Status.Conditions, *c)
@@ -229,9 +230,13 @@ func (p *mpass) startClone(ctx context.Context, a topology.Action) error {
 	if err != nil {
 		return err
 	}
-	if ok, extra := topology.CloneEligible(ro.GTIDExecuted, do.GTIDExecuted); !ok {
+	// Only transactions a reclone request accepted (and status recorded)
+	// may be destroyed; anything else the recipient holds beyond the donor
+	// refuses the clone.
+	if ok, extra := topology.CloneEligible(ro.GTIDExecuted, do.GTIDExecuted); !ok && !extra.IsSubsetOf(a.Discard) {
+		unrecorded := extra.Subtract(a.Discard)
 		p.recordf(corev1.EventTypeWarning, topology.EventCloneRefusedDivergentTransactions,
-			"site %s not cloned from %s: it holds %s that %s lacks", a.Site, a.Donor, extra.OneLine(), a.Donor)
+			"site %s not cloned from %s: it holds %s that %s lacks and no reclone request recorded", a.Site, a.Donor, unrecorded.OneLine(), a.Donor)
 		return fmt.Errorf("site %s holds transactions the donor %s lacks: not cloned", a.Site, a.Donor)
 	}
 	donorAddr := net.JoinHostPort(a.SourceHost, strconv.Itoa(a.SourcePort))
