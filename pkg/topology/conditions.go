@@ -242,5 +242,16 @@ func (d *decider) recoveryPending() {
 		d.set(v1alpha1.ConditionRecoveryPending, metav1.ConditionTrue, v1alpha1.ReasonDivergentTransactions, strings.Join(blocked, "; ")+": review them, then reclone with the interlock annotation")
 		return
 	}
+	var rejoining []string
+	for _, s := range d.in.Sites {
+		if d.sites[s.Name].RecoveryState == v1alpha1.RecoveryInProgress {
+			rejoining = append(rejoining, s.Name)
+		}
+	}
+	if len(rejoining) > 0 {
+		d.set(v1alpha1.ConditionRecoveryPending, metav1.ConditionTrue, v1alpha1.ReasonRecoveryInProgress,
+			fmt.Sprintf("old primary %s is rejoining as a follower of site %s", strings.Join(rejoining, ", "), d.out.Status.ActiveSite))
+		return
+	}
 	d.set(v1alpha1.ConditionRecoveryPending, metav1.ConditionFalse, ReasonNoRecoveryPending, "no old primary awaits recovery")
 }

@@ -262,6 +262,7 @@ func (d *decider) steady(active string) {
 	for _, s := range d.in.Sites {
 		if s.Name != active && s.Name != recloning {
 			d.follower(s, active, av)
+			d.trackRecovery(s, d.sites[s.Name], active)
 		}
 	}
 }

@@ -158,6 +158,15 @@ func TestFailoverOnPrimaryCrash(t *testing.T) {
 		return nil
 	})
 	e.waitEvent(mgr.EventSiteFenced, corev1.EventTypeWarning)
+	// It held nothing pdx lacks: its recovery (RecoveryInProgress while it
+	// was fenced and repointed) ends once it replicates.
+	if ev := e.waitEvent(mgr.EventOldPrimaryRejoined, corev1.EventTypeNormal); !contains(ev.Message, "iad", "pdx") {
+		t.Fatalf("OldPrimaryRejoined message %q", ev.Message)
+	}
+	g = e.waitCondition(v1alpha1.ConditionRecoveryPending, metav1.ConditionFalse, mgr.ReasonNoRecoveryPending)
+	if st := site(g, "iad"); st.RecoveryState != "" || st.DivergentGTID != "" {
+		t.Fatalf("iad after rejoining %+v", st)
+	}
 	if g := e.get(); g.Status.ActiveSite != "pdx" || g.Status.TopologyGeneration != 2 {
 		t.Fatalf("status %+v", g.Status)
 	}
