@@ -34,12 +34,16 @@ func Decide(in Input) Decision {
 		d.continueBootstrap(t)
 	case t != nil && t.Kind == v1alpha1.TransitionAutomatic:
 		d.continueFailover(t)
+	case t != nil && t.Kind == v1alpha1.TransitionSplitBrainResolution:
+		d.continueSplitBrain(t)
 	case t != nil:
 		// Another kind of active-site change is in flight; it owns every
 		// mutation until it completes. Only observe.
 		d.waiting = fmt.Sprintf("%s transition to site %s is at step %s", t.Kind, t.TargetSite, t.Step)
 	case in.Status.ActiveSite == "":
-		d.bootstrap()
+		if !d.splitBrain() {
+			d.bootstrap()
+		}
 	default:
 		if !d.startFailover(in.Status.ActiveSite) {
 			d.steady(in.Status.ActiveSite)
