@@ -63,8 +63,8 @@ func benchSetting(ctx context.Context, poll string, threshold, k int) error {
 		if err != nil {
 			return fmt.Errorf("pollInterval %s failureThreshold %d, drill %d: %w (logs in %s)", poll, threshold, i+1, err, p.Dir)
 		}
-		fmt.Fprintf(os.Stderr, "pollInterval=%s failureThreshold=%d drill %d: %s -> %s gap %s published %s acked %d missing %d\n",
-			poll, threshold, i+1, r.From, r.To, r.Gap.Round(time.Millisecond), r.Published.Round(time.Millisecond), r.Acked, r.Missing)
+		fmt.Fprintf(os.Stderr, "pollInterval=%s failureThreshold=%d drill %d: %s -> %s gap %s published %s acked %d missing %d divergent %d\n",
+			poll, threshold, i+1, r.From, r.To, r.Gap.Round(time.Millisecond), r.Published.Round(time.Millisecond), r.Acked, r.Missing, r.Divergent)
 		gaps, published = append(gaps, r.Gap), append(published, r.Published)
 	}
 	fmt.Printf("pollInterval=%s failureThreshold=%d k=%d write gap: %s; crash to published failover: %s\n",

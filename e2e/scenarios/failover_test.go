@@ -4,8 +4,10 @@ package scenarios
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,6 +15,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/shipstream/bloodraven/pkg/apis/shipstream/v1alpha1"
+	"github.com/shipstream/bloodraven/pkg/faultproxy"
+	"github.com/shipstream/bloodraven/pkg/gtid"
 	"github.com/shipstream/bloodraven/pkg/playground"
 )
 
@@ -41,6 +45,27 @@ func siteStatus(g *v1alpha1.MysqlFailoverGroup, name string) v1alpha1.SiteStatus
 		}
 	}
 	return v1alpha1.SiteStatus{}
+}
+
+// restartIfDown restarts a crashed simulator, so a failed test does not
+// leave its site down for the next one.
+func restartIfDown(site string) {
+	s, ok := pg.Site(site)
+	if !ok {
+		return
+	}
+	resp, err := http.Get(s.ControlURL() + "/state")
+	if err != nil {
+		return
+	}
+	var st struct{ Running bool }
+	err = json.NewDecoder(resp.Body).Decode(&st)
+	resp.Body.Close()
+	if err == nil && !st.Running {
+		if resp, err := http.Post(s.ControlURL()+"/restart", "", nil); err == nil {
+			resp.Body.Close()
+		}
+	}
 }
 
 // waitCooldown waits until a new automatic failover is allowed.
@@ -134,6 +159,7 @@ func TestPrimaryCrashFailsOver(t *testing.T) {
 
 	crashAt := time.Now()
 	fault(t, from, "crash")
+	t.Cleanup(func() { restartIfDown(from) })
 	to := failedOver(t, from, 90*time.Second)
 	t.Logf("failover %s -> %s observed %s after the crash", from, to, time.Since(crashAt).Round(100*time.Millisecond))
 	if g := group(t); g.Status.TopologyGeneration != gen+1 || g.Status.LastFailover == nil || g.Status.LastFailover.Target != to {
@@ -147,33 +173,55 @@ func TestPrimaryCrashFailsOver(t *testing.T) {
 		}
 	}
 
-	var after playground.Ack
 	eventually(t, 30*time.Second, func() string {
-		var ok bool
-		var gap time.Duration
-		if gap, after, ok = playground.Gap(w.Acks(), crashAt); !ok || after.Site != to {
+		gap, ok := playground.Gap(w.Acks(), crashAt, to)
+		if !ok {
 			return "no write acknowledged by the new primary " + to + " yet"
 		}
 		t.Logf("write gap (last ack before the crash to first ack after it): %s", gap.Round(time.Millisecond))
 		return ""
 	})
 
-	fault(t, from, "restart")
-	st := rejoined(t, from)
-	stop()
-	<-writerDone
-	missing, err := w.Missing(context.Background(), to)
+	missing, err := w.Missing(ctx, to)
 	if err != nil {
 		t.Fatal(err)
 	}
+	fault(t, from, "restart")
+	st := rejoined(t, from)
 	t.Logf("acknowledged writes: %d; missing on the new primary: %d", len(w.Acks()), missing.Count())
-	if !missing.IsEmpty() {
-		// Asynchronous replication may lose the last writes; they must then
-		// be kept on the old primary and reported, never silently rejoined.
-		if st.DivergentGTID == "" {
-			t.Fatalf("acknowledged writes %s are missing on %s, yet %s rejoined without reporting divergence", missing, to, from)
+	if st.DivergentGTID != "" {
+		// Asynchronous replication lost the last writes: the old primary
+		// keeps them and is blocked, never silently rejoined. Every lost
+		// acknowledged write must be in what it reports.
+		reported, err := gtid.Parse(st.DivergentGTID)
+		if err != nil {
+			t.Fatal(err)
 		}
-		t.Logf("old primary %s blocked with divergentGtid %s", from, st.DivergentGTID)
+		if !missing.IsSubsetOf(reported) {
+			t.Fatalf("lost acknowledged writes %s are not all in %s's divergentGtid %s", missing, from, reported)
+		}
+		// The runbook: apply them to the active site, then it rejoins.
+		n, err := w.ApplyDivergent(ctx, to, st.DivergentGTID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("old primary %s held %d transactions the new primary lacked; applied them to %s", from, n, to)
+		eventually(t, 90*time.Second, func() string {
+			g := group(t)
+			st := siteStatus(g, from)
+			ready := meta.FindStatusCondition(g.Status.Conditions, v1alpha1.ConditionReady)
+			if st.DivergentGTID != "" || st.Replication != "Running" || ready == nil || ready.Status != metav1.ConditionTrue {
+				return fmt.Sprintf("after applying its transactions, %s: divergent %q replication %s", from, st.DivergentGTID, st.Replication)
+			}
+			return ""
+		})
+	} else if !missing.IsEmpty() {
+		t.Fatalf("acknowledged writes %s are missing on %s, yet %s rejoined without reporting divergence", missing, to, from)
+	}
+	stop()
+	<-writerDone
+	if missing, err = w.Missing(context.Background(), to); err != nil || !missing.IsEmpty() {
+		t.Fatalf("after recovery, acknowledged writes missing on %s: %s (%v)", to, missing, err)
 	}
 }
 
@@ -186,6 +234,7 @@ func TestOperatorKilledMidFailoverCompletesOnce(t *testing.T) {
 	g := group(t)
 	from, gen := g.Status.ActiveSite, g.Status.TopologyGeneration
 	fault(t, from, "crash")
+	t.Cleanup(func() { restartIfDown(from) })
 	eventually(t, 60*time.Second, func() string {
 		if group(t).Status.Transition == nil {
 			return "no transition recorded yet"
@@ -212,8 +261,69 @@ func TestOperatorKilledMidFailoverCompletesOnce(t *testing.T) {
 	}
 }
 
-// Cutting the primary off from the operator and its peers needs the
-// fault-injecting proxy on the sidecar links, which is not built yet.
+// simFenced reads a simulator's super_read_only through its fault API.
+func simFenced(t *testing.T, site string) bool {
+	t.Helper()
+	s, _ := pg.Site(site)
+	resp, err := http.Get(s.ControlURL() + "/state")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var st struct{ SuperReadOnly bool }
+	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
+		t.Fatal(err)
+	}
+	return st.SuperReadOnly
+}
+
+// The primary is cut off from the operator and from its peers (every
+// proxied link to or from its sidecar and the operator's connection to its
+// mysqld blackholed, its peers' replication partitioned), while it keeps
+// running: its sidecar fences it, the group fails over, and once the
+// network heals the old primary rejoins as a follower.
 func TestPrimaryPartitionedFencesItselfAndFailsOver(t *testing.T) {
-	t.Skip("needs pkg/faultproxy on the operator<->sidecar and sidecar<->sidecar links (not built yet)")
+	requireReady(t)
+	waitCooldown(t)
+	g := group(t)
+	from, gen := g.Status.ActiveSite, g.Status.TopologyGeneration
+	peers := []string{}
+	for _, s := range g.Spec.Sites {
+		if s.Name != from {
+			peers = append(peers, "client=mysqlsim:"+s.Name)
+		}
+	}
+	cutAt := time.Now()
+	if err := pg.IsolateSite(from, faultproxy.Blackhole); err != nil {
+		t.Fatal(err)
+	}
+	fault(t, from, "partition?"+strings.Join(peers, "&"))
+	healed := false
+	heal := func() {
+		if !healed {
+			healed = true
+			if err := pg.IsolateSite(from, faultproxy.Open); err != nil {
+				t.Error(err)
+			}
+			fault(t, from, "heal")
+		}
+	}
+	defer heal()
+	eventually(t, 60*time.Second, func() string {
+		if !simFenced(t, from) {
+			return "the isolated primary " + from + " is still writable"
+		}
+		return ""
+	})
+	t.Logf("isolated primary fenced itself %s after the cut", time.Since(cutAt).Round(100*time.Millisecond))
+	to := failedOver(t, from, 90*time.Second)
+	t.Logf("failover %s -> %s published %s after the cut", from, to, time.Since(cutAt).Round(100*time.Millisecond))
+	if g := group(t); g.Status.TopologyGeneration != gen+1 {
+		t.Fatalf("topologyGeneration %d, want %d", g.Status.TopologyGeneration, gen+1)
+	}
+	heal()
+	st := rejoined(t, from)
+	if st.DivergentGTID != "" {
+		t.Fatalf("the fenced old primary took no writes, yet is reported divergent: %s", st.DivergentGTID)
+	}
 }

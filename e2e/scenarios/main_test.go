@@ -31,7 +31,8 @@ func TestMain(m *testing.M) {
 	var err error
 	pg, err = playground.Start(ctx, playground.Config{
 		// Faster detection than the sample's defaults keeps the suite short.
-		GroupPatch: `{"spec":{"pollInterval":"1s","failureThreshold":3,"failoverCooldown":"30s"}}`,
+		GroupPatch:   `{"spec":{"pollInterval":"1s","failureThreshold":3,"failoverCooldown":"30s"}}`,
+		FaultProxies: true,
 	})
 	cancel()
 	if err != nil {

@@ -23,6 +23,10 @@ type DrillResult struct {
 	Acked     int
 	// Missing counts acknowledged writes absent from the new primary.
 	Missing uint64
+	// Divergent counts the transactions the returning old primary held that
+	// the new primary lacked (acknowledged-but-lost and in-flight writes);
+	// they were applied to the new primary so the old one could rejoin.
+	Divergent int
 }
 
 // Fault posts to a site's simulator fault API.
@@ -84,18 +88,46 @@ func (p *Playground) CrashDrill(ctx context.Context, timeout time.Duration) (Dri
 		if err == nil && g.Status.ActiveSite != r.From && r.Published == 0 {
 			r.To, r.Published = g.Status.ActiveSite, time.Since(crashAt)
 		}
-		gap, after, ok := Gap(w.Acks(), crashAt)
-		if ok && r.To != "" && after.Site == r.To {
-			r.Gap = gap
-			return true
+		if r.To == "" {
+			return false
 		}
-		return false
+		gap, ok := Gap(w.Acks(), crashAt, r.To)
+		r.Gap = gap
+		return ok
 	})
 	if err != nil {
 		return r, fmt.Errorf("no write acknowledged by a new primary: %w", err)
 	}
 	if err := p.Fault(r.From, "restart"); err != nil {
 		return r, err
+	}
+	// Count what was lost before anything is applied.
+	missing, err := w.Missing(ctx, r.To)
+	if err != nil {
+		return r, err
+	}
+	r.Missing = missing.Count()
+	var divergent string
+	if err := until(ctx, func() bool {
+		g, err := p.group(ctx)
+		if err != nil {
+			return false
+		}
+		for _, s := range g.Status.Sites {
+			if s.Name == r.From && s.DivergentGTID != "" {
+				divergent = s.DivergentGTID
+				return true
+			}
+		}
+		c := meta.FindStatusCondition(g.Status.Conditions, v1alpha1.ConditionReady)
+		return c != nil && c.Status == metav1.ConditionTrue
+	}); err != nil {
+		return r, fmt.Errorf("%s neither rejoined nor reported divergence: %w", r.From, err)
+	}
+	if divergent != "" {
+		if r.Divergent, err = w.ApplyDivergent(ctx, r.To, divergent); err != nil {
+			return r, err
+		}
 	}
 	if err := until(ctx, func() bool {
 		g, err := p.group(ctx)
@@ -107,13 +139,7 @@ func (p *Playground) CrashDrill(ctx context.Context, timeout time.Duration) (Dri
 	}); err != nil {
 		return r, fmt.Errorf("group not Ready again after %s returned: %w", r.From, err)
 	}
-	stopWriter()
-	<-done
-	missing, err := w.Missing(context.Background(), r.To)
-	if err != nil {
-		return r, err
-	}
-	r.Acked, r.Missing = len(w.Acks()), missing.Count()
+	r.Acked = len(w.Acks())
 	return r, nil
 }
 

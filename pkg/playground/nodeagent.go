@@ -40,6 +40,11 @@ type NodeAgent struct {
 	log       *slog.Logger
 	interval  time.Duration
 
+	// sidecarMaps and sidecarOperator, when set (fault proxies), give each
+	// site's sidecar its own address map and operator address.
+	sidecarMaps     map[string]string
+	sidecarOperator map[string]string
+
 	mu    sync.Mutex
 	sites map[string]*siteRuntime // by site name
 }
@@ -297,10 +302,17 @@ func (a *NodeAgent) startSidecarLocked(ctx context.Context, s *siteRuntime, pod 
 	if err != nil {
 		return err
 	}
+	mapPath, operator := a.mapPath, a.operator
+	if m := a.sidecarMaps[s.plan.Name]; m != "" {
+		mapPath = m
+	}
+	if o := a.sidecarOperator[s.plan.Name]; o != "" {
+		operator = o
+	}
 	env = append(env,
 		"BLOODRAVEN_LISTEN_ADDR="+s.plan.SidecarAddr,
-		"BLOODRAVEN_OPERATOR_ENDPOINT="+a.operator,
-		devaddr.EnvVar+"="+a.mapPath,
+		"BLOODRAVEN_OPERATOR_ENDPOINT="+operator,
+		devaddr.EnvVar+"="+mapPath,
 	)
 	p, err := framework.StartProcess("sidecar-"+s.plan.Name, "bloodraven-sidecar", nil, env,
 		filepath.Join(a.dir, "sidecar-"+s.plan.Name+".log"))

@@ -51,6 +51,9 @@ type Config struct {
 	// GroupPatch, if set, is a JSON merge patch applied to the group before
 	// it is created (e.g. {"spec":{"pollInterval":"1s"}}).
 	GroupPatch string
+	// FaultProxies puts a fault-injecting TCP proxy on every link between
+	// the operator and the sites and between sidecars (see Link).
+	FaultProxies bool
 	// OperatorArgs are extra operator flags.
 	OperatorArgs []string
 	Logger       *slog.Logger
@@ -74,6 +77,8 @@ type Playground struct {
 	cfg          Config
 	log          *slog.Logger
 	mapPath      string
+	links        *links
+	operatorPort []int
 	operatorArgs []string
 	operator     *framework.Process
 	agent        *NodeAgent
@@ -150,6 +155,7 @@ func Start(ctx context.Context, cfg Config) (_ *Playground, err error) {
 		{"namespaces and storage class", func() error { return p.createNamespaces(ctx, g) }},
 		{"secrets", func() error { return p.applySamples(ctx, "secrets.yaml") }},
 		{"address map and accounts", func() error { return p.writeFiles(ctx) }},
+		{"fault proxies", p.startLinks},
 		{"operator", func() error { return p.startOperator(ctx) }},
 		{"node agent", func() error { p.startAgent(); return nil }},
 		{"sample group and database", func() error { return p.applyGroupAndDatabase(ctx) }},
@@ -173,6 +179,10 @@ func (p *Playground) Stop() {
 	if p.operator != nil {
 		_ = p.operator.Stop(25 * time.Second)
 		p.operator = nil
+	}
+	if p.links != nil {
+		p.links.close()
+		p.links = nil
 	}
 	if p.CP != nil {
 		p.CP.Stop()
@@ -299,20 +309,40 @@ func (p *Playground) writeFiles(ctx context.Context) error {
 	return writeSelfSignedCert(p.CAFile, filepath.Join(p.Dir, "operator-tls.key"))
 }
 
+// startLinks fixes the operator's ports (the sidecars' proxies forward to
+// its auxiliary listener) and, if asked, starts the fault proxies.
+func (p *Playground) startLinks() error {
+	p.operatorPort = make([]int, 4)
+	for i := range p.operatorPort {
+		port, err := framework.FreePort()
+		if err != nil {
+			return err
+		}
+		p.operatorPort[i] = port
+	}
+	p.AuxAddr = fmt.Sprintf("127.0.0.1:%d", p.operatorPort[2])
+	if !p.cfg.FaultProxies {
+		return nil
+	}
+	l, err := newLinks(p.Dir, p.Namespace, p.Group, p.Sites, p.AuxAddr)
+	if err != nil {
+		return err
+	}
+	p.links = l
+	return nil
+}
+
 func (p *Playground) usersFile() string { return filepath.Join(p.Dir, "mysql-users") }
 
 // startOperator starts bin/bloodraven with the admin kubeconfig, the
 // address map and the deploy API on the self-signed certificate.
 func (p *Playground) startOperator(ctx context.Context) error {
-	ports := make([]int, 4)
-	for i := range ports {
-		port, err := framework.FreePort()
-		if err != nil {
-			return err
-		}
-		ports[i] = port
-	}
+	ports := p.operatorPort
 	addr := func(i int) string { return fmt.Sprintf("127.0.0.1:%d", ports[i]) }
+	mapPath := p.mapPath
+	if p.links != nil {
+		mapPath = p.links.operatorMap
+	}
 	p.AuxAddr = addr(2)
 	p.MetricsURL = "http://" + addr(0) + "/metrics"
 	p.DeployURL = "https://" + addr(3) + "/deploy/v1"
@@ -325,7 +355,7 @@ func (p *Playground) startOperator(ctx context.Context) error {
 		"--escrow-tls-addr=" + addr(3),
 		"--tls-cert-file=" + p.CAFile, "--tls-key-file=" + filepath.Join(p.Dir, "operator-tls.key"),
 		"--deploy-api-enabled",
-		"--dev-site-addresses=" + p.mapPath,
+		"--dev-site-addresses=" + mapPath,
 		"--shutdown-grace-period=10s",
 	}, p.cfg.OperatorArgs...)
 	return p.StartOperator(ctx)
@@ -367,6 +397,9 @@ func (p *Playground) startAgent() {
 		Kube: p.CP.Client(), Namespace: p.Namespace, Group: p.Group, Sites: p.Sites, Dir: p.Dir,
 		AddressMapPath: p.mapPath, UsersFile: p.usersFile(), OperatorAuxiliaryAddr: p.AuxAddr, Logger: p.log,
 	})
+	if p.links != nil {
+		p.agent.sidecarMaps, p.agent.sidecarOperator = p.links.sidecarMaps, p.links.sidecarOperator
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	p.stopAgent, p.agentDone = cancel, make(chan struct{})
 	go func() {

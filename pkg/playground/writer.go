@@ -206,22 +206,25 @@ func (w *Writer) Acknowledged() gtid.Set {
 	return w.acked
 }
 
-// Gap is the time from the last write acknowledged before t to the first
-// acknowledged after it, and the site of that first write; ok is false
-// while there is none after t.
-func Gap(acks []Ack, t time.Time) (gap time.Duration, after Ack, ok bool) {
+// Gap is the write outage of a failover to site to that began at t: from
+// the last write acknowledged by any other site to the first acknowledged
+// by to after t. (A write acknowledged by the old primary just after t, in
+// the instant before the fault took effect, counts as before the outage.)
+// ok is false while to has acknowledged nothing after t.
+func Gap(acks []Ack, t time.Time, to string) (gap time.Duration, ok bool) {
 	var before *Ack
 	for i := range acks {
-		if !acks[i].At.After(t) {
-			before = &acks[i]
+		a := &acks[i]
+		if a.Site != to || !a.At.After(t) {
+			before = a
 			continue
 		}
 		if before == nil {
-			return 0, acks[i], false
+			return 0, false
 		}
-		return acks[i].At.Sub(before.At), acks[i], true
+		return a.At.Sub(before.At), true
 	}
-	return 0, Ack{}, false
+	return 0, false
 }
 
 // Missing connects to site and returns the acknowledged GTIDs it lacks.
@@ -254,4 +257,56 @@ func unstructuredSlice(obj map[string]any, fields ...string) ([]any, bool, error
 	}
 	s, ok := cur.([]any)
 	return s, ok, nil
+}
+
+// ApplyDivergent commits, on the active site, every transaction of set (a
+// follower's status.sites[].divergentGtid) that the active site lacks, as
+// the runbook's "apply them to the active site" does: the returning old
+// primary then holds nothing the active site lacks and is repointed. The
+// playground's data is the writer's rows, so each GTID is committed as one
+// such row.
+func (w *Writer) ApplyDivergent(ctx context.Context, active, set string) (int, error) {
+	divergent, err := gtid.Parse(set)
+	if err != nil {
+		return 0, fmt.Errorf("divergentGtid %q: %w", set, err)
+	}
+	plan, ok := w.p.Site(active)
+	if !ok {
+		return 0, fmt.Errorf("no site %s", active)
+	}
+	c, err := mysql.Open(mysql.Options{Addr: plan.MySQLAddr, User: w.user, Password: w.password, Program: WriterProgram,
+		DialTimeout: time.Second, ReadTimeout: 5 * time.Second, WriteTimeout: 5 * time.Second})
+	if err != nil {
+		return 0, err
+	}
+	defer c.Close()
+	conn, err := c.DB().Conn(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, "CREATE DATABASE IF NOT EXISTS bloodraven_e2e"); err != nil {
+		return 0, err
+	}
+	if _, err := conn.ExecContext(ctx, "CREATE TABLE IF NOT EXISTS bloodraven_e2e.writes (gno BIGINT, site VARCHAR(20))"); err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, sid := range divergent.SIDs() {
+		for _, iv := range divergent.Intervals(sid) {
+			for gno := iv.Start; gno <= iv.End; gno++ {
+				g := gtid.GTID{UUID: sid.UUID, Tag: sid.Tag, GNO: gno}
+				if _, err := conn.ExecContext(ctx, fmt.Sprintf("SET gtid_next = '%s'", g)); err != nil {
+					return n, err
+				}
+				_, err := conn.ExecContext(ctx, fmt.Sprintf("INSERT INTO bloodraven_e2e.writes VALUES (%d, 'recovered')", gno))
+				_, _ = conn.ExecContext(ctx, "SET gtid_next = 'AUTOMATIC'")
+				if err != nil {
+					return n, err
+				}
+				n++
+			}
+		}
+	}
+	return n, nil
 }
