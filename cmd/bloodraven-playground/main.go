@@ -75,6 +75,7 @@ type options struct {
 	stateDir     string
 	readyTimeout time.Duration
 	groupPatch   string
+	faultProxies bool
 }
 
 func parse(args []string) (options, error) {
@@ -83,6 +84,7 @@ func parse(args []string) (options, error) {
 	fs.StringVar(&o.stateDir, "state-dir", filepath.Join(framework.BinDir(), "playground"), "where up/down keep the PID file, the env file and the log")
 	fs.DurationVar(&o.readyTimeout, "ready-timeout", 3*time.Minute, "how long to wait for the group's Ready condition")
 	fs.StringVar(&o.groupPatch, "group-patch", "", "JSON merge patch applied to the sample group before it is created")
+	fs.BoolVar(&o.faultProxies, "fault-proxies", true, "put a fault-injecting proxy on every operator and sidecar link (controlled through the playground's control API)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -108,11 +110,16 @@ func run(args []string, detached bool) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	start := time.Now()
-	p, err := playground.Start(ctx, playground.Config{Logger: log, GroupPatch: o.groupPatch})
+	p, err := playground.Start(ctx, playground.Config{Logger: log, GroupPatch: o.groupPatch, FaultProxies: o.faultProxies})
 	if err != nil {
 		return fail(o, detached, err)
 	}
 	defer p.Stop()
+	if o.faultProxies {
+		if _, err := p.ServeControl(ctx); err != nil {
+			return fail(o, detached, err)
+		}
+	}
 	fmt.Fprintf(os.Stderr, "waiting for group %s/%s to become Ready (logs in %s)...\n", p.Namespace, p.Group, p.Dir)
 	if err := p.WaitGroupReady(ctx, o.readyTimeout); err != nil {
 		return fail(o, detached, err)

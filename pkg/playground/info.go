@@ -32,6 +32,9 @@ func (p *Playground) EnvFile() string {
 		{"BLOODRAVEN_OPERATOR_AUXILIARY_ADDR", p.AuxAddr},
 		{"BLOODRAVEN_DEV_SITE_ADDRESSES", p.mapPath},
 	}
+	if p.ControlURL != "" {
+		vars = append(vars, [2]string{"BLOODRAVEN_PLAYGROUND_CONTROL_URL", p.ControlURL})
+	}
 	for _, s := range p.Sites {
 		up := strings.ToUpper(strings.ReplaceAll(s.Name, "-", "_"))
 		vars = append(vars,
@@ -69,6 +72,10 @@ func (p *Playground) Banner(token string) string {
 		fmt.Fprintf(&b, "&client=mysqlsim:%s", o.Name)
 	}
 	fmt.Fprintf(&b, "'  (and /heal)\n")
+	if p.ControlURL != "" {
+		fmt.Fprintf(&b, "  isolate the site:   curl -X POST '%s/isolate/%s?mode=blackhole'   (its sidecar from operator and peers, the operator from its mysqld; mode=open heals)\n", p.ControlURL, first.Name)
+		fmt.Fprintf(&b, "  one link:           curl %s/links   then   curl -X POST '%s/links/<name>?mode=blackhole'\n", p.ControlURL, p.ControlURL)
+	}
 	fmt.Fprintf(&b, "  delete its pod:     %s delete pod -n %s %s-%s-0\n", kubectl, p.Namespace, p.Group, first.Name)
 	fmt.Fprintf(&b, "\nLogs: %s\nProcesses:", p.Dir)
 	pids := p.PIDs()

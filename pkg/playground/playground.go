@@ -73,6 +73,8 @@ type Playground struct {
 	CAFile     string
 	AuxAddr    string // the operator's auxiliary listener
 	MetricsURL string
+	// ControlURL is the playground's link fault API, once ServeControl ran.
+	ControlURL string
 
 	cfg          Config
 	log          *slog.Logger
