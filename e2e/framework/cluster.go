@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -76,8 +77,9 @@ func (cp *ControlPlane) StartKwok() error {
 type Process struct{ p *process }
 
 // StartProcess starts bin (a path, or a name in BinDir) with args and extra
-// environment variables (added to this process's environment), logging
-// stdout and stderr to logPath.
+// environment variables, logging stdout and stderr to logPath. The child
+// inherits this process's environment except BLOODRAVEN_* variables, so a
+// shell that sourced a playground env file cannot reconfigure it.
 func StartProcess(name, bin string, args, env []string, logPath string) (*Process, error) {
 	if !filepath.IsAbs(bin) {
 		bin = filepath.Join(BinDir(), bin)
@@ -88,7 +90,12 @@ func StartProcess(name, bin string, args, env []string, logPath string) (*Proces
 	}
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.Env = append(os.Environ(), env...)
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "BLOODRAVEN_") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	cmd.Env = append(cmd.Env, env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
 	errc := make(chan error, 1)
 	starter <- func() { errc <- cmd.Start() }
