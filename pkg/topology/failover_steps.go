@@ -167,7 +167,12 @@ func (d *decider) startFailover(active string) bool {
 		return false
 	}
 	now := metav1.NewTime(d.in.Now)
-	deadline := metav1.NewTime(d.lastContact(active).Add(d.in.Failover.SelfFenceBound))
+	// The old primary's sidecar keeps its lease as long as the operator
+	// confirms it, which it does until this intent is stored (not only
+	// until the operator's last MySQL contact: a frozen mysqld behind a live
+	// sidecar stays confirmed). So the self-fence deadline counts from the
+	// intent, never from an earlier contact (docs/sidecar.md, T0).
+	deadline := metav1.NewTime(d.in.Now.Add(d.in.Failover.SelfFenceBound))
 	msg := choice.Message
 	if !choice.MayLose.IsEmpty() {
 		msg += fmt.Sprintf("; it lacks %d transactions seen on %s: %s", choice.MayLose.Count(), active, choice.MayLose.OneLine())

@@ -36,10 +36,13 @@ func inFailover(step v1alpha1.TransitionStep) v1alpha1.MysqlFailoverGroupStatus 
 }
 
 func TestFailoverStart(t *testing.T) {
+	// iad was last polled at t0; the decision runs at t0+1s. The deadline
+	// counts from the intent (t0+1s), not from the last poll: iad's sidecar
+	// kept its lease while the operator still confirmed iad.
 	d := Decide(failoverInput(iadDown(), active(3, "iad")))
 	tr := d.Status.Transition
 	if tr == nil || tr.Kind != v1alpha1.TransitionAutomatic || tr.SourceSite != "iad" || tr.TargetSite != "pdx" || tr.TopologyGeneration != 4 ||
-		tr.Step != v1alpha1.StepAwaitingSelfFence || !d.WriteFirst || tr.SourceFenceDeadline == nil || !tr.SourceFenceDeadline.Time.Equal(t0.Add(20*time.Second)) {
+		tr.Step != v1alpha1.StepAwaitingSelfFence || !d.WriteFirst || tr.SourceFenceDeadline == nil || !tr.SourceFenceDeadline.Time.Equal(t0.Add(time.Second+20*time.Second)) {
 		t.Fatalf("transition %+v", tr)
 	}
 	// Only the sidecars are told (after the intent is written); nothing is
