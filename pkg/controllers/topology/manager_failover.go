@@ -54,7 +54,10 @@ func (p *mpass) failoverSettings() topology.FailoverSettings {
 			peer = sc.PeerCheckInterval.Duration
 		}
 	}
-	s.SelfFenceBound = lease + peer
+	// The sidecar protocol's bound (lease, its request timeout, the fence
+	// statement's timeout and a clock margin), counted from the recorded
+	// intent: the old primary has fenced itself by then.
+	s.SelfFenceBound = protocol.SelfFenceBound(lease, peer)
 	s.DrainTimeout = 30 * time.Second
 	if d := g.Spec.ConnectionDrainTimeout; d != nil {
 		s.DrainTimeout = d.Duration

@@ -21,7 +21,8 @@ import (
 func withFailover(o *topology.ManagerOptions) { o.AutomaticFailover = true }
 
 // failoverGroup: sidecar timers at their minimum, so the self-fence wait
-// before a promotion is 2.5s; failoverCooldown at its minimum, 30s.
+// before a promotion is protocol.SelfFenceBound(2s, 500ms) = 8.25s from the
+// intent; failoverCooldown at its minimum, 30s.
 func (e *env) failoverGroup(sites []siteDef) *v1alpha1.MysqlFailoverGroup {
 	g := e.group(sites)
 	g.Spec.Sidecar = &v1alpha1.SidecarSpec{LeaseTimeout: &metav1.Duration{Duration: 2 * time.Second}, PeerCheckInterval: &metav1.Duration{Duration: 500 * time.Millisecond}}
