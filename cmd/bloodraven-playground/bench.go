@@ -55,13 +55,15 @@ func benchSetting(ctx context.Context, poll string, threshold, k int) error {
 	}
 	defer p.Stop()
 	if err := p.WaitGroupReady(ctx, 3*time.Minute); err != nil {
-		return err
+		logs, _ := p.KeepLogs()
+		return fmt.Errorf("%w (logs kept in %s)", err, logs)
 	}
 	var gaps, published []time.Duration
 	for i := range k {
 		r, err := p.CrashDrill(ctx, 3*time.Minute)
 		if err != nil {
-			return fmt.Errorf("pollInterval %s failureThreshold %d, drill %d: %w (logs in %s)", poll, threshold, i+1, err, p.Dir)
+			logs, _ := p.KeepLogs()
+			return fmt.Errorf("pollInterval %s failureThreshold %d, drill %d: %w (logs kept in %s)", poll, threshold, i+1, err, logs)
 		}
 		fmt.Fprintf(os.Stderr, "pollInterval=%s failureThreshold=%d drill %d: %s -> %s gap %s published %s acked %d missing %d divergent %d\n",
 			poll, threshold, i+1, r.From, r.To, r.Gap.Round(time.Millisecond), r.Published.Round(time.Millisecond), r.Acked, r.Missing, r.Divergent)

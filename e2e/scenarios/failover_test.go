@@ -16,8 +16,6 @@ import (
 
 	"github.com/shipstream/bloodraven/pkg/apis/shipstream/v1alpha1"
 	"github.com/shipstream/bloodraven/pkg/faultproxy"
-	"github.com/shipstream/bloodraven/pkg/gtid"
-	"github.com/shipstream/bloodraven/pkg/playground"
 )
 
 // fault posts to a site's simulator fault API, as the printed playground
@@ -135,23 +133,9 @@ func rejoined(t *testing.T, site string) v1alpha1.SiteStatus {
 func TestPrimaryCrashFailsOver(t *testing.T) {
 	requireReady(t)
 	waitCooldown(t)
-	ctx, stop := context.WithCancel(context.Background())
-	defer stop()
 	from := group(t).Status.ActiveSite
 	gen := group(t).Status.TopologyGeneration
-
-	w, err := pg.NewWriter(ctx, 20*time.Millisecond)
-	if err != nil {
-		t.Fatal(err)
-	}
-	writerDone := make(chan struct{})
-	go func() { defer close(writerDone); w.Run(ctx) }()
-	eventually(t, 30*time.Second, func() string {
-		if n := len(w.Acks()); n < 20 {
-			return fmt.Sprintf("%d writes acknowledged", n)
-		}
-		return ""
-	})
+	l := startLoad(t)
 	tok := token(t)
 	op := newOperationID()
 	mig := grant(t, tok, "migration", op)
@@ -173,56 +157,8 @@ func TestPrimaryCrashFailsOver(t *testing.T) {
 		}
 	}
 
-	eventually(t, 30*time.Second, func() string {
-		gap, ok := playground.Gap(w.Acks(), crashAt, to)
-		if !ok {
-			return "no write acknowledged by the new primary " + to + " yet"
-		}
-		t.Logf("write gap (last ack before the crash to first ack after it): %s", gap.Round(time.Millisecond))
-		return ""
-	})
-
-	missing, err := w.Missing(ctx, to)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fault(t, from, "restart")
-	st := rejoined(t, from)
-	t.Logf("acknowledged writes: %d; missing on the new primary: %d", len(w.Acks()), missing.Count())
-	if st.DivergentGTID != "" {
-		// Asynchronous replication lost the last writes: the old primary
-		// keeps them and is blocked, never silently rejoined. Every lost
-		// acknowledged write must be in what it reports.
-		reported, err := gtid.Parse(st.DivergentGTID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !missing.IsSubsetOf(reported) {
-			t.Fatalf("lost acknowledged writes %s are not all in %s's divergentGtid %s", missing, from, reported)
-		}
-		// The runbook: apply them to the active site, then it rejoins.
-		n, err := w.ApplyDivergent(ctx, to, st.DivergentGTID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("old primary %s held %d transactions the new primary lacked; applied them to %s", from, n, to)
-		eventually(t, 90*time.Second, func() string {
-			g := group(t)
-			st := siteStatus(g, from)
-			ready := meta.FindStatusCondition(g.Status.Conditions, v1alpha1.ConditionReady)
-			if st.DivergentGTID != "" || st.Replication != "Running" || ready == nil || ready.Status != metav1.ConditionTrue {
-				return fmt.Sprintf("after applying its transactions, %s: divergent %q replication %s", from, st.DivergentGTID, st.Replication)
-			}
-			return ""
-		})
-	} else if !missing.IsEmpty() {
-		t.Fatalf("acknowledged writes %s are missing on %s, yet %s rejoined without reporting divergence", missing, to, from)
-	}
-	stop()
-	<-writerDone
-	if missing, err = w.Missing(context.Background(), to); err != nil || !missing.IsEmpty() {
-		t.Fatalf("after recovery, acknowledged writes missing on %s: %s (%v)", to, missing, err)
-	}
+	l.reachedNewPrimary(t, crashAt, to)
+	l.bringBack(t, from, to, func() { fault(t, from, "restart") })
 }
 
 // The operator is SIGKILLed while a failover is in flight and started
@@ -233,6 +169,8 @@ func TestOperatorKilledMidFailoverCompletesOnce(t *testing.T) {
 	waitCooldown(t)
 	g := group(t)
 	from, gen := g.Status.ActiveSite, g.Status.TopologyGeneration
+	l := startLoad(t)
+	crashAt := time.Now()
 	fault(t, from, "crash")
 	t.Cleanup(func() { restartIfDown(from) })
 	eventually(t, 60*time.Second, func() string {
@@ -252,8 +190,8 @@ func TestOperatorKilledMidFailoverCompletesOnce(t *testing.T) {
 	if g.Status.TopologyGeneration != gen+1 || g.Status.Transition != nil {
 		t.Fatalf("after the resumed failover: topologyGeneration %d (was %d), transition %+v", g.Status.TopologyGeneration, gen, g.Status.Transition)
 	}
-	fault(t, from, "restart")
-	rejoined(t, from)
+	l.reachedNewPrimary(t, crashAt, to)
+	l.bringBack(t, from, to, func() { fault(t, from, "restart") })
 	// Settled: nothing moves any more.
 	time.Sleep(5 * time.Second)
 	if g := group(t); g.Status.TopologyGeneration != gen+1 || g.Status.ActiveSite != to {
@@ -293,6 +231,7 @@ func TestPrimaryPartitionedFencesItselfAndFailsOver(t *testing.T) {
 			peers = append(peers, "client=mysqlsim:"+s.Name)
 		}
 	}
+	l := startLoad(t)
 	cutAt := time.Now()
 	if err := pg.IsolateSite(from, faultproxy.Blackhole); err != nil {
 		t.Fatal(err)
@@ -321,9 +260,6 @@ func TestPrimaryPartitionedFencesItselfAndFailsOver(t *testing.T) {
 	if g := group(t); g.Status.TopologyGeneration != gen+1 {
 		t.Fatalf("topologyGeneration %d, want %d", g.Status.TopologyGeneration, gen+1)
 	}
-	heal()
-	st := rejoined(t, from)
-	if st.DivergentGTID != "" {
-		t.Fatalf("the fenced old primary took no writes, yet is reported divergent: %s", st.DivergentGTID)
-	}
+	l.reachedNewPrimary(t, cutAt, to)
+	l.bringBack(t, from, to, heal)
 }

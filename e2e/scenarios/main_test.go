@@ -52,26 +52,10 @@ func TestMain(m *testing.M) {
 		timer.Stop()
 	}
 	if code != 0 {
-		keepLogs()
+		if dir, err := pg.KeepLogs(); err == nil {
+			fmt.Fprintf(os.Stderr, "e2e: logs kept in %s\n", dir)
+		}
 	}
 	pg.Stop()
 	os.Exit(code)
-}
-
-// keepLogs copies the playground's logs out of its directory (which Stop
-// removes) so a failed run can be diagnosed.
-func keepLogs() {
-	dst, err := os.MkdirTemp("", "bloodraven-e2e-logs-")
-	if err != nil {
-		return
-	}
-	entries, _ := os.ReadDir(pg.Dir)
-	for _, e := range entries {
-		if e.Type().IsRegular() && len(e.Name()) > 4 && e.Name()[len(e.Name())-4:] == ".log" {
-			if b, err := os.ReadFile(pg.Dir + "/" + e.Name()); err == nil {
-				_ = os.WriteFile(dst+"/"+e.Name(), b, 0o644)
-			}
-		}
-	}
-	fmt.Fprintf(os.Stderr, "e2e: logs kept in %s\n", dst)
 }

@@ -2,6 +2,7 @@ package playground
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -89,4 +90,24 @@ func (p *Playground) Banner(token string) string {
 	}
 	fmt.Fprintf(&b, "\n\nCtrl-C stops everything the playground started.\n")
 	return b.String()
+}
+
+// KeepLogs copies the processes' logs out of the playground's directory
+// (which Stop removes) into a new temporary directory and returns it.
+func (p *Playground) KeepLogs() (string, error) {
+	dst, err := os.MkdirTemp("", "bloodraven-playground-logs-")
+	if err != nil {
+		return "", err
+	}
+	logs, _ := filepath.Glob(filepath.Join(p.Dir, "*.log"))
+	for _, l := range logs {
+		b, err := os.ReadFile(l)
+		if err != nil {
+			continue
+		}
+		if err := os.WriteFile(filepath.Join(dst, filepath.Base(l)), b, 0o644); err != nil {
+			return dst, err
+		}
+	}
+	return dst, nil
 }
