@@ -40,9 +40,9 @@ func (d *decider) writableSites() []string {
 }
 
 // splitBrain handles several writable sites while no active site is on
-// record (no failover history to infer a winner from). With
-// spec.splitBrainPolicy.sitePriorities, the first listed site that is
-// writable is kept: the intent is recorded, then the others are fenced.
+// record. The target of the last failover, if writable, is kept (history
+// decides); otherwise, with spec.splitBrainPolicy.sitePriorities, the first
+// listed site that is writable is kept: the intent is recorded, then the others are fenced.
 // Without it, nothing is fenced: the operator has no basis to choose, so it
 // reports and waits for a human. It reports whether it handled the group.
 func (d *decider) splitBrain() bool {
@@ -50,7 +50,16 @@ func (d *decider) splitBrain() bool {
 	if len(writable) < 2 {
 		return false
 	}
-	keep := ""
+	keep, basis := "", "the first writable entry of spec.splitBrainPolicy.sitePriorities"
+	// Failover history (status.lastFailover, or its annotation copy when the
+	// status was lost) names the site that was serving: it wins.
+	if lf := d.in.Status.LastFailover; lf != nil {
+		for _, w := range writable {
+			if w == lf.Target && d.role(w) == v1alpha1.SiteRolePrimaryCandidate {
+				keep, basis = w, "the target of the last failover ("+lf.Time.UTC().Format("2006-01-02T15:04:05Z")+")"
+			}
+		}
+	}
 	for _, p := range d.in.Failover.Priorities {
 		for _, w := range writable {
 			if p == w && d.role(p) == v1alpha1.SiteRolePrimaryCandidate && keep == "" {
@@ -78,8 +87,8 @@ func (d *decider) splitBrain() bool {
 		return true
 	}
 	now := metav1.NewTime(d.in.Now)
-	msg := fmt.Sprintf("sites %s are all writable with no active site on record: keeping site %s, the first writable entry of spec.splitBrainPolicy.sitePriorities, and fencing the others",
-		strings.Join(writable, ", "), keep)
+	msg := fmt.Sprintf("sites %s are all writable with no active site on record: keeping site %s, %s, and fencing the others",
+		strings.Join(writable, ", "), keep, basis)
 	d.out.Status.Transition = &v1alpha1.Transition{
 		ID: d.in.NewTransitionID, Kind: v1alpha1.TransitionSplitBrainResolution, TargetSite: keep,
 		TopologyGeneration: d.in.Status.TopologyGeneration + 1, Step: v1alpha1.StepFencingSource,

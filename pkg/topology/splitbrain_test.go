@@ -3,6 +3,7 @@ package topology
 import (
 	"strings"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -118,5 +119,19 @@ func TestSplitBrainResolutionAbortsWhenKeptSiteIsLost(t *testing.T) {
 		if a.Kind == MakeWritable {
 			t.Fatalf("made a site writable while aborting: %v", actions(ab))
 		}
+	}
+}
+
+// Failover history names the winner: no priorities needed, no guess made.
+func TestSplitBrainFailoverHistoryWins(t *testing.T) {
+	st := v1alpha1.MysqlFailoverGroupStatus{LastFailover: &v1alpha1.LastFailover{Time: metav1.NewTime(t0.Add(-time.Hour)), Target: "iad"}}
+	in := newInput(splitObs(), st)
+	in.Failover.Priorities = []string{"pdx"}
+	d := Decide(in)
+	if tr := d.Status.Transition; tr == nil || tr.TargetSite != "iad" || strings.Join(actions(d), ",") != "Fence pdx" {
+		t.Fatalf("transition %+v actions %v", d.Status.Transition, actions(d))
+	}
+	if !strings.Contains(d.Status.Transition.Message, "last failover") {
+		t.Fatalf("message %q", d.Status.Transition.Message)
 	}
 }
