@@ -88,6 +88,7 @@ type world struct {
 // reaching failovers is noticed.
 type harnessStats struct {
 	bootstraps, failovers, splitBrainResolutions, clones, blockedRecoveries, operatorCrashes int
+	reclonesDiscarding                                                                       int
 }
 
 func (a *harnessStats) add(b harnessStats) {
@@ -97,6 +98,7 @@ func (a *harnessStats) add(b harnessStats) {
 	a.clones += b.clones
 	a.blockedRecoveries += b.blockedRecoveries
 	a.operatorCrashes += b.operatorCrashes
+	a.reclonesDiscarding += b.reclonesDiscarding
 }
 
 func newWorld(seed uint64) *world {
@@ -291,7 +293,29 @@ func (w *world) input() Input {
 	w.nextID++
 	in.NewTransitionID = fmt.Sprintf("t%d", w.nextID)
 	in.Failover = FailoverSettings{Enabled: true, Cooldown: hCooldown, SelfFenceBound: hSelfFence, Priorities: w.prio, DrainTimeout: 10 * time.Second}
+	in.Reclone = w.recloneRequest()
 	return in
+}
+
+// recloneRequest: now and then a human asks for a reclone of a follower,
+// building the value from the stored status as the runbook says (the
+// gtidPrefix from the recorded divergence), or gets it wrong.
+func (w *world) recloneRequest() *RecloneInput {
+	if w.status.ActiveSite == "" || w.r.IntN(25) != 0 {
+		return nil
+	}
+	site := w.order[w.r.IntN(len(w.order))]
+	value := site + ":confirm=orders:uid=" + groupUID
+	for _, p := range w.status.Sites {
+		if p.Name == site && p.DivergentGTID != "" {
+			value += ":gtidPrefix=" + strings.SplitN(p.DivergentGTID, ":", 2)[0][:8]
+		}
+	}
+	if w.r.IntN(4) == 0 {
+		value = site + ":confirm=orders:uid=" + groupUID // possibly missing its prefix
+	}
+	w.logf("reclone requested: %s", value)
+	return &RecloneInput{Value: value, GroupUID: groupUID}
 }
 
 // act executes a decision as the manager does: the status write first when
@@ -456,9 +480,14 @@ func (w *world) do(a Action, check func(string, ...any)) bool {
 		if extra := s.executed.Subtract(donor.executed); !extra.IsSubsetOf(a.Discard) {
 			return false
 		}
+		// Invariant 4: a clone destroys only a set recorded first, in the
+		// stored status, by an accepted reclone request.
 		lost := s.executed.Subtract(donor.executed)
+		if !lost.IsEmpty() && !w.recloneRecorded(a.Site, lost) {
+			check("clone of %s from %s destroys %s, not recorded first", a.Site, a.Donor, lost.OneLine())
+		}
 		if !lost.IsEmpty() {
-			check("clone of %s from %s destroys %s", a.Site, a.Donor, lost.OneLine())
+			w.stats.reclonesDiscarding++
 		}
 		s.executed, s.purged, s.retrieved = donor.executed, donor.executed, gtid.Set{}
 		s.source, s.ioRunning, s.sqlRunning, s.ioErrno = a.Donor, true, true, 0
@@ -467,6 +496,19 @@ func (w *world) do(a Action, check func(string, ...any)) bool {
 		w.stats.clones++
 	}
 	return true
+}
+
+// recloneRecorded: the stored status.recloneHistory holds the set for site.
+func (w *world) recloneRecorded(site string, set gtid.Set) bool {
+	for _, h := range w.status.RecloneHistory {
+		if h.Site != site || h.DiscardedGTID == "" {
+			continue
+		}
+		if known, err := gtid.Parse(h.DiscardedGTID); err == nil && set.IsSubsetOf(known) {
+			return true
+		}
+	}
+	return false
 }
 
 // recorded: the status (stored or being written) records set as the site's
@@ -609,7 +651,7 @@ func TestInvariantHarness(t *testing.T) {
 	}
 	t.Logf("%d sequences of %d steps in %s (%.0f sequences/s on %d workers), %d failed; exercised %+v",
 		n, hStepsPerSq, el.Round(time.Millisecond), float64(n)/el.Seconds(), workers, len(failed), total)
-	if n >= 1000 && (total.failovers == 0 || total.bootstraps == 0 || total.operatorCrashes == 0 || total.splitBrainResolutions == 0) {
+	if n >= 1000 && (total.failovers == 0 || total.bootstraps == 0 || total.operatorCrashes == 0 || total.splitBrainResolutions == 0 || total.reclonesDiscarding == 0) {
 		t.Errorf("the sequences no longer reach every path: %+v", total)
 	}
 }
