@@ -363,4 +363,21 @@ func TestReturningOldPrimaryWithLostWritesIsBlocked(t *testing.T) {
 	if !s.ReadOnly || !lost.IsSubsetOf(s.Executed) || s.IORunning == "Yes" {
 		t.Fatalf("iad touched: %+v", s)
 	}
+
+	// A human reviewed the writes and reclones iad with the interlock: the
+	// set is recorded, iad gets pdx's data and rejoins, recovery clears.
+	e.annotateReclone("iad:confirm=" + groupName + ":uid=" + string(g.UID) + ":gtidPrefix=" + e.sites["iad"].ServerUUID()[:10])
+	if ev := e.waitEvent(mgr.EventRecloneRequested, corev1.EventTypeWarning); !contains(ev.Message, "iad", lost.OneLine()) {
+		t.Fatalf("RecloneRequested %q", ev.Message)
+	}
+	e.waitEvent(mgr.EventOldPrimaryRecovered, corev1.EventTypeNormal)
+	g = e.waitCondition(v1alpha1.ConditionRecoveryPending, metav1.ConditionFalse, mgr.ReasonNoRecoveryPending)
+	if h := g.Status.RecloneHistory; len(h) != 1 || h[0].DiscardedGTID != lost.OneLine() || h[0].DivergenceDetectedBy != v1alpha1.DivergenceByOldPrimaryRecovery || h[0].Donor != "pdx" {
+		t.Fatalf("recloneHistory %+v", h)
+	}
+	e.waitRecloneCleared()
+	e.waitCondition(v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonHealthy)
+	if got := e.sites["iad"].Snapshot().Executed; !got.Intersect(lost).IsEmpty() {
+		t.Fatalf("iad still holds %s", got.Intersect(lost).OneLine())
+	}
 }

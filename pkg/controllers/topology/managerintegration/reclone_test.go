@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/util/retry"
 
 	"github.com/shipstream/bloodraven/pkg/apis/shipstream/v1alpha1"
+	"github.com/shipstream/bloodraven/pkg/apis/shipstream/v1alpha1/stability"
 	mgr "github.com/shipstream/bloodraven/pkg/topology"
 )
 
@@ -59,9 +60,13 @@ func TestRecloneAnnotation(t *testing.T) {
 	if st := site(g, "pdx"); st.DivergentGTID != errant.OneLine() || st.DivergenceDetectedBy != v1alpha1.DivergenceByReplicaAudit || st.RecoveryState != "" {
 		t.Fatalf("pdx %+v", st)
 	}
-	// A replica's report is not a blocked recovery.
+	// A replica's report is not a blocked recovery, and the deployment API
+	// does not call the group unstable for it.
 	if c := condition(g, v1alpha1.ConditionRecoveryPending); c != nil && c.Status == metav1.ConditionTrue {
 		t.Fatalf("RecoveryPending %+v for a replica's divergence", c)
+	}
+	if v := stability.Evaluate(g); !v.Stable {
+		t.Fatalf("deployment API stability %+v for a replica's divergence report", v)
 	}
 	uid := string(g.UID)
 	pdxUUID := e.sites["pdx"].ServerUUID()
