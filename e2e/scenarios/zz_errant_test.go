@@ -3,6 +3,7 @@
 package scenarios
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -17,8 +18,10 @@ import (
 // An errant transaction on a PrimaryCandidate follower (written there
 // with its own server UUID, as a mistaken direct write would be) is
 // reported: Degraded=True/DivergentTransactions and the follower's
-// divergentGtid names it. This file runs last: the reclone that would heal
-// the follower is not built, so the group stays degraded afterwards.
+// divergentGtid names it. The operator on call then follows
+// docs/runbooks/reclone.md with kubectl: the interlock annotation makes
+// the operator record the discarded set and clone the follower from the
+// active site, after which the group is healthy again.
 func TestErrantTransactionBlocksThenRecloneHeals(t *testing.T) {
 	requireReady(t)
 	g := group(t)
@@ -42,5 +45,48 @@ func TestErrantTransactionBlocksThenRecloneHeals(t *testing.T) {
 		}
 		return ""
 	})
-	t.Skip("detected and reported; healing it needs the reclone interlock annotation, which the topology manager does not implement yet")
+
+	// The runbook's interlock value: <site>:confirm=<group>:uid=<uid>:gtidPrefix=<prefix>.
+	g = group(t)
+	divergent := siteStatus(g, follower.Name).DivergentGTID
+	value := fmt.Sprintf("%s:confirm=%s:uid=%s:gtidPrefix=%s", follower.Name, g.Name, g.UID, plan.ServerUUID[:8])
+	ctx := context.Background()
+	if out, errOut, err := pg.CP.Kubectl(ctx, "annotate", "mfg", pg.Group, "-n", pg.Namespace, "bloodraven.shipstream.io/reclone-site="+value); err != nil {
+		t.Fatalf("kubectl annotate: %v: %s %s", err, out, errOut)
+	}
+
+	eventually(t, 2*time.Minute, func() string {
+		g := group(t)
+		if v, ok := g.Annotations["bloodraven.shipstream.io/reclone-site"]; ok {
+			return fmt.Sprintf("reclone annotation %q not handled yet", v)
+		}
+		if st := siteStatus(g, follower.Name); st.DivergentGTID != "" {
+			return fmt.Sprintf("site %s still reports divergentGtid %q", follower.Name, st.DivergentGTID)
+		}
+		if c := meta.FindStatusCondition(g.Status.Conditions, "Ready"); c == nil || c.Status != metav1.ConditionTrue {
+			return fmt.Sprintf("Ready is %+v", c)
+		}
+		if c := meta.FindStatusCondition(g.Status.Conditions, "Degraded"); c != nil && c.Status == metav1.ConditionTrue {
+			return fmt.Sprintf("Degraded is still %+v", c)
+		}
+		return ""
+	})
+
+	// What the clone destroyed was recorded before it ran.
+	g = group(t)
+	var record *v1alpha1.RecloneRecord
+	for i := range g.Status.RecloneHistory {
+		if g.Status.RecloneHistory[i].Site == follower.Name {
+			record = &g.Status.RecloneHistory[i]
+		}
+	}
+	if record == nil {
+		t.Fatalf("status.recloneHistory has no entry for %s: %+v", follower.Name, g.Status.RecloneHistory)
+	}
+	if record.Donor != g.Status.ActiveSite {
+		t.Errorf("reclone donor = %q, want the active site %q", record.Donor, g.Status.ActiveSite)
+	}
+	if record.DiscardedGTID != divergent {
+		t.Errorf("recorded discarded set %q, want the reported divergent set %q", record.DiscardedGTID, divergent)
+	}
 }
