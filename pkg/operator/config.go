@@ -43,9 +43,8 @@ type Config struct {
 
 	SidecarImage string
 	// AutomaticFailover lets the topology manager replace an unreachable
-	// active site on its own. Off by default until automatic failover is
-	// complete (see docs/topology.md); planned and manual operations work
-	// either way.
+	// active site on its own, behind the guards of docs/topology.md. Turning
+	// it off leaves an unreachable primary reported but not replaced.
 	AutomaticFailover bool
 	// SidecarOperatorEndpoint is host:port of this operator's auxiliary
 	// listener as sidecars reach it, rendered into every sidecar whose group
@@ -159,7 +158,7 @@ func ParseConfig(args []string, getenv func(string) string, usageOut io.Writer) 
 	boolean(&c.DeployAPIEnabled, flagSpec{"deploy-api-enabled", "BLOODRAVEN_DEPLOY_API_ENABLED", "serve /deploy/v1 on the TLS listener"}, false)
 	str(&c.DeployAPIAudience, flagSpec{"deploy-api-audience", "BLOODRAVEN_DEPLOY_API_AUDIENCE", "audience deploy API callers' ServiceAccount tokens must carry"}, "bloodraven-deploy")
 	str(&c.SidecarImage, flagSpec{"sidecar-image", "BLOODRAVEN_SIDECAR_IMAGE", "image of the sidecar container added to every mysqld pod"}, "")
-	boolean(&c.AutomaticFailover, flagSpec{"automatic-failover", "BLOODRAVEN_AUTOMATIC_FAILOVER", "replace an unreachable active site automatically (guards in docs/topology.md)"}, false)
+	boolean(&c.AutomaticFailover, flagSpec{"automatic-failover", "BLOODRAVEN_AUTOMATIC_FAILOVER", "replace an unreachable active site automatically (guards in docs/topology.md)"}, true)
 	str(&c.SidecarOperatorEndpoint, flagSpec{"sidecar-operator-endpoint", "BLOODRAVEN_SIDECAR_OPERATOR_ENDPOINT", "host:port at which sidecars reach this operator's auxiliary listener, for groups that do not set spec.sidecar.operatorEndpoint"}, defaultSidecarOperatorEndpoint(getenv))
 	str(&c.DevSiteAddresses, flagSpec{"dev-site-addresses", devaddr.EnvVar, "DEVELOPMENT ONLY: path of a site-address map that replaces in-cluster site addressing"}, "")
 	str(&c.LogLevel, flagSpec{"log-level", "BLOODRAVEN_LOG_LEVEL", "debug, info, warn or error"}, "info")
