@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/shipstream/bloodraven/pkg/apis/shipstream/v1alpha1"
+	"github.com/shipstream/bloodraven/pkg/events"
 )
 
 func TestParsePlannedFailoverValue(t *testing.T) {
@@ -222,5 +223,18 @@ func TestPlannedVocabularyMatchesCRDEnums(t *testing.T) {
 	for _, v := range []v1alpha1.PlannedFailoverResultReason{PlannedReasonInvalidTarget, PlannedReasonTargetNotCandidate,
 		PlannedReasonAlreadyActive, PlannedReasonCooldownActive, PlannedReasonAdmissionTimedOut} {
 		in("reason", string(v))
+	}
+}
+
+// The Event reasons are the ones the project's catalog (pkg/events) lists.
+func TestPlannedEventReasonsAreInTheCatalog(t *testing.T) {
+	for got, want := range map[string]string{
+		EventPlannedFailoverRejected: events.PlannedFailoverRejected,
+		EventPlannedFailoverDeferred: events.PlannedFailoverDeferred,
+		EventPlannedFailoverStarted:  events.PlannedFailoverStarted,
+	} {
+		if got != want {
+			t.Errorf("reason %q, catalog has %q", got, want)
+		}
 	}
 }
