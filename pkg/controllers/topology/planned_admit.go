@@ -170,3 +170,10 @@ func (a *PlannedAdmitter) announce(g *v1alpha1.MysqlFailoverGroup, c v1alpha1.Pl
 		a.Recorder.Eventf(g, corev1.EventTypeNormal, topology.EventPlannedFailoverStarted, "planned failover %s to site %s started: %s", c.RunID, c.TargetSite, v.Message)
 	}
 }
+
+// plannedFactsOf reads the facts from the decision input the manager built
+// for this pass (p.input), so admission and the decision agree on the group.
+func plannedFactsOf(in topology.Input, target string) PlannedFacts {
+	s := topology.PlannedTargetStateOf(in, target)
+	return PlannedFacts{TargetTrusted: s.Trusted, TargetReplicating: s.Replicating, OtherOperation: s.OtherOperation}
+}
