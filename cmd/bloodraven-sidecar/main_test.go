@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"net"
 	"net/http"
 	"os"
@@ -15,6 +14,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/shipstream/bloodraven/e2e/framework"
 	"github.com/shipstream/bloodraven/pkg/apis/shipstream/v1alpha1"
 	"github.com/shipstream/bloodraven/pkg/auxiliary"
 	"github.com/shipstream/bloodraven/pkg/devaddr"
@@ -109,18 +109,6 @@ func freeAddr(t *testing.T) string {
 	return ln.Addr().String()
 }
 
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
-
 type groupSource struct {
 	mu sync.Mutex
 	g  *v1alpha1.MysqlFailoverGroup
@@ -183,7 +171,7 @@ func TestBinary(t *testing.T) {
 	passFile := filepath.Join(dir, "password")
 	os.WriteFile(passFile, []byte(simtest.AdminPass+"\n"), 0o600)
 
-	var stdout, stderr syncBuffer
+	var stdout, stderr framework.SyncBuffer
 	cmd := exec.Command(bin, "--listen-addr", sidecarAddr, "--operator-endpoint", opLn.Addr().String(),
 		"--mysql-password-file", passFile, "--dev-site-addresses", mapFile)
 	cmd.Env = append(os.Environ(), protocol.EnvNamespace+"=shop", protocol.EnvGroup+"=orders", protocol.EnvSite+"=iad", protocol.EnvMySQLUser+"="+simtest.AdminUser,

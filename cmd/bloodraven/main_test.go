@@ -24,7 +24,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -71,30 +70,12 @@ func buildOperator(t *testing.T) string {
 	return bin
 }
 
-// syncBuffer collects a child's output while it runs.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // operatorProc is one operator child process on free loopback ports.
 type operatorProc struct {
 	identity                string
 	metrics, probe, aux, tl string
 	cmd                     *exec.Cmd
-	stdout, stderr          syncBuffer
+	stdout, stderr          framework.SyncBuffer
 	done                    chan struct{}
 	exitCode                int
 }

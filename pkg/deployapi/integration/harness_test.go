@@ -49,24 +49,6 @@ func (c *clock) Advance(d time.Duration) {
 	c.mu.Unlock()
 }
 
-// syncBuffer collects log output from concurrent requests.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // env is one test's world: its namespaces, clients, an operator instance
 // (store + handler) behind a real TLS server, and the secrets it saw, which
 // must never appear in the captured logs.
@@ -76,7 +58,7 @@ type env struct {
 	kube  kubernetes.Interface
 	ship  versioned.Interface
 	clock *clock
-	logs  *syncBuffer
+	logs  *framework.SyncBuffer
 
 	mu      sync.Mutex
 	secrets []string
@@ -90,7 +72,7 @@ func newEnv(t testing.TB) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &env{t: t, ctx: context.Background(), kube: cp.Client(), ship: ship, clock: &clock{}, logs: &syncBuffer{}}
+	e := &env{t: t, ctx: context.Background(), kube: cp.Client(), ship: ship, clock: &clock{}, logs: &framework.SyncBuffer{}}
 	t.Cleanup(e.checkLogs)
 	return e
 }
