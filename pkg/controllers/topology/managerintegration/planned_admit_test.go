@@ -189,6 +189,9 @@ func TestPlannedAdmissionResumesAfterCrashBetweenClaimAndAnnotationRemoval(t *te
 	if pf := e.get().Status.PlannedFailover; pf.RunID != "run-before-crash" || pf.Phase != "CatchingUp" {
 		t.Fatalf("claim after resume = %+v", pf)
 	}
+	// Events arrive asynchronously but in order from one recorder: once the
+	// run's Started Event is visible, a Rejected one emitted before it would be too.
+	e.waitEvent(events.PlannedFailoverStarted, corev1.EventTypeNormal)
 	if n := len(e.eventsOf(events.PlannedFailoverRejected)); n != 0 {
 		t.Fatalf("%d Rejected Events for the run's own annotation", n)
 	}
