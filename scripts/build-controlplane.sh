@@ -83,14 +83,23 @@ fi
 
 # kwok needs its stage definitions (fake node heartbeat, pod readiness); they
 # ship in its module, so copy them next to the binary.
+# Only the YAML is copied: the module's Go test files would otherwise become
+# packages of this repository when bin/ sits inside it, and `go vet ./...`
+# would try to build them. The copy format is part of the marker so an older
+# copy (which included them) is replaced.
 stages=$BIN_DIR/kwok-stages
-if [ ! -f "$stages/.version" ] || [ "$(cat "$stages/.version")" != "$KWOK_VERSION" ]; then
+stages_marker="$KWOK_VERSION yaml-only"
+if [ ! -f "$stages/.version" ] || [ "$(cat "$stages/.version")" != "$stages_marker" ]; then
   moddir=$(cd "$tools" && GOFLAGS=-mod=mod go mod download -json "sigs.k8s.io/kwok@$KWOK_VERSION" | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')
   rm -rf "$stages" && mkdir -p "$stages"
-  cp -r "$moddir/kustomize/stage/." "$stages/"
+  (cd "$moddir/kustomize/stage" && find . -name '*.yaml' -print0 | xargs -0 -I{} cp --parents {} "$stages/")
   chmod -R u+w "$stages"
-  echo "$KWOK_VERSION" > "$stages/.version"
+  echo "$stages_marker" > "$stages/.version"
   log "copied kwok stages to $stages"
 fi
+
+# bin/ is a build output, never Go packages of this module: a go.mod of its own
+# keeps ./... patterns out of it whatever lands there.
+[ -f "$BIN_DIR/go.mod" ] || printf 'module bloodraven.local/bin\n' > "$BIN_DIR/go.mod"
 
 log "done in $((SECONDS - total_start))s; binaries in $BIN_DIR"
