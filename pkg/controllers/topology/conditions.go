@@ -19,10 +19,9 @@ const (
 	ReasonDNSEndpointCRDMissing = "DNSEndpointCRDMissing"
 	ReasonNoDNSTarget           = "NoDNSTarget"
 
-	// Updating reasons.
-	ReasonUpToDate             = "UpToDate"
-	ReasonRolling              = "Rolling"
-	ReasonActiveSiteUpdateHeld = "ActiveSiteUpdateHeld"
+	// Updating reasons, besides v1alpha1.ReasonOrderedUpdateStalled.
+	ReasonUpToDate = "UpToDate"
+	ReasonRolling  = "Rolling"
 )
 
 // Event reasons (<Subject><PastTenseVerb>[Qualifier]); the type is fixed
@@ -36,9 +35,17 @@ const (
 	// EventSiteRolled (Normal): a site's pod was deleted to be recreated from
 	// the new pod template.
 	EventSiteRolled = "SiteRolled"
-	// EventSiteUpdateHeld (Normal): the active site's new pod template is
-	// held back under OrderedUpdate.
-	EventSiteUpdateHeld = "SiteUpdateHeld"
+	// EventOrderedUpdateStalled (Warning): the ordered update stopped at a
+	// site that is not Ready, or cannot hand the primary role over;
+	// recorded when the stall begins.
+	EventOrderedUpdateStalled = "OrderedUpdateStalled"
+	// EventOrderedUpdateHandoffStarted (Normal): the ordered update stored
+	// the planned-failover claim that hands the primary role to an updated
+	// follower (also for a retry).
+	EventOrderedUpdateHandoffStarted = "OrderedUpdateHandoffStarted"
+	// EventOrderedUpdateHandoffFailed (Warning): that planned failover ended
+	// without moving the active site; the message says when it is retried.
+	EventOrderedUpdateHandoffFailed = "OrderedUpdateHandoffFailed"
 	// EventDNSEndpointSkippedCRDMissing (Warning): external-dns's DNSEndpoint
 	// CRD is not installed, so the DNS record is not managed.
 	EventDNSEndpointSkippedCRDMissing = "DNSEndpointSkippedCRDMissing"

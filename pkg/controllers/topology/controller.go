@@ -80,6 +80,10 @@ type Controller struct {
 	log       *slog.Logger
 	nodes     corelisters.NodeLister
 	manager   *Manager
+	// now and newID: the ordered update's clock and planned-failover run
+	// ids (the manager's, so tests replace both at once).
+	now   func() time.Time
+	newID func() string
 
 	dnsRecheck time.Duration
 	crdMu      sync.Mutex
@@ -108,6 +112,13 @@ func NewController(opts Options) (*Controller, error) {
 	}
 	if c.dnsRecheck <= 0 {
 		c.dnsRecheck = DefaultDNSCRDRecheck
+	}
+	c.now, c.newID = opts.Manager.Now, opts.Manager.NewID
+	if c.now == nil {
+		c.now = time.Now
+	}
+	if c.newID == nil {
+		c.newID = newUUID
 	}
 	loop, err := controller.New(controller.Options{
 		Name: QueueName, Reconcile: c.reconcile, MetricsProvider: opts.MetricsProvider, Logger: log,

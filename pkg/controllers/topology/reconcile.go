@@ -35,6 +35,10 @@ type pass struct {
 
 	sts  map[string]*appsv1.StatefulSet
 	pods map[string]*corev1.Pod
+	// phase is the status.updatePhase this pass decided (set when
+	// phaseDecided).
+	phase        v1alpha1.UpdatePhase
+	phaseDecided bool
 }
 
 func (p *pass) fail(err error) { p.errs = append(p.errs, err) }
@@ -126,6 +130,9 @@ func (p *pass) writeStatus(ctx context.Context) error {
 			for _, c := range p.conds {
 				meta.SetStatusCondition(&o.Status.Conditions, c)
 			}
+			if p.phaseDecided {
+				o.Status.UpdatePhase = p.phase
+			}
 		}, update)
 	if err != nil {
 		return fmt.Errorf("update status: %w", err)
@@ -156,16 +163,17 @@ func (p *pass) sites(ctx context.Context) {
 		if !ok {
 			continue
 		}
+		st.Role = spec.Role
 		rendered[spec.Name] = s
 		states = append(states, st)
 	}
-	plan := PlanRollout(strategyOf(g), g.Status.ActiveSite, states)
+	plan := PlanRollout(p.rolloutInput(states))
 	for _, a := range plan.Sites {
 		if err := p.applySite(ctx, rendered[a.Name], a); err != nil {
 			p.fail(fmt.Errorf("site %s: %w", a.Name, err))
 		}
 	}
-	p.updatingCondition(plan)
+	p.orderedUpdate(ctx, plan)
 }
 
 // observeSite reads the site's StatefulSet and pod from the informers. A
@@ -198,19 +206,36 @@ func (p *pass) observeSite(s *render.Site) (SiteState, bool) {
 		p.pods[s.Name] = pod
 		st.PodExists = true
 		st.PodHash = pod.Annotations[render.AnnotationPodTemplateHash]
-		st.PodReady = podReady(pod)
 		st.PodTerminating = pod.DeletionTimestamp != nil
+		observePodReadiness(pod, &st)
+	}
+	for _, ss := range p.g.Status.Sites {
+		if ss.Name == s.Name {
+			st.Replication, st.DivergentGTID, st.RecoveryState = ss.Replication, ss.DivergentGTID, ss.RecoveryState
+		}
 	}
 	return st, true
 }
 
-func podReady(pod *corev1.Pod) bool {
+// observePodReadiness reads whether the pod is Ready and since when it has
+// been (or not been) Ready, from its Ready condition's last transition, and
+// how often its containers restarted.
+func observePodReadiness(pod *corev1.Pod, st *SiteState) {
+	st.PodNotReadySince = pod.CreationTimestamp.Time
 	for _, c := range pod.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
+		if c.Type != corev1.PodReady {
+			continue
+		}
+		st.PodReady = c.Status == corev1.ConditionTrue
+		if st.PodReady {
+			st.PodReadySince = c.LastTransitionTime.Time
+		} else if !c.LastTransitionTime.IsZero() {
+			st.PodNotReadySince = c.LastTransitionTime.Time
 		}
 	}
-	return false
+	for _, cs := range pod.Status.ContainerStatuses {
+		st.PodRestarts += cs.RestartCount
+	}
 }
 
 func (p *pass) applySite(ctx context.Context, s *render.Site, a SiteAction) error {
@@ -304,28 +329,6 @@ func (p *pass) ensureConfigMap(ctx context.Context, desired *corev1.ConfigMap, u
 		return fmt.Errorf("update ConfigMap %s: %w", out.Name, err)
 	}
 	return nil
-}
-
-func (p *pass) updatingCondition(plan Rollout) {
-	if held := plan.Held(); held != "" {
-		msg := fmt.Sprintf("site %s is the active site: under OrderedUpdate its new pod template is applied only after the primary role is handed to an updated standby, which this operator does not do yet; fail over, or use updateStrategy Recreate, to roll it", held)
-		if p.changed(v1alpha1.ConditionUpdating, metav1.ConditionTrue, ReasonActiveSiteUpdateHeld, msg) {
-			p.c.recorder.Event(p.g, corev1.EventTypeNormal, EventSiteUpdateHeld, msg)
-		}
-		p.setCondition(v1alpha1.ConditionUpdating, metav1.ConditionTrue, ReasonActiveSiteUpdateHeld, msg)
-		return
-	}
-	if out := plan.Outdated(); len(out) > 0 {
-		msg := "rolling onto the new pod template: " + strings.Join(out, ", ")
-		for _, s := range plan.Sites {
-			if s.Waiting {
-				msg += fmt.Sprintf("; %s waits for %s to be Ready", s.Name, s.WaitingFor)
-			}
-		}
-		p.setCondition(v1alpha1.ConditionUpdating, metav1.ConditionTrue, ReasonRolling, msg)
-		return
-	}
-	p.setCondition(v1alpha1.ConditionUpdating, metav1.ConditionFalse, ReasonUpToDate, "every site runs the current pod template")
 }
 
 // services creates or updates the group's Services, keeping what Kubernetes

@@ -375,6 +375,19 @@ type RecloneRecord struct {
 // +kubebuilder:validation:Enum=RollingFollowers;HandingOff;RollingFormerPrimary
 type UpdatePhase string
 
+const (
+	// UpdateRollingFollowers: followers are recreated from the new pod
+	// template one at a time while the active site serves.
+	UpdateRollingFollowers UpdatePhase = "RollingFollowers"
+	// UpdateHandingOff: the primary role is being handed to an updated
+	// follower through a planned failover whose claim the ordered update
+	// wrote (status.plannedFailover).
+	UpdateHandingOff UpdatePhase = "HandingOff"
+	// UpdateRollingFormerPrimary: the handoff succeeded and the former
+	// active site, now a follower, is being recreated.
+	UpdateRollingFormerPrimary UpdatePhase = "RollingFormerPrimary"
+)
+
 // RestorePhase is the phase of a restore.
 // +kubebuilder:validation:Enum=Pending;Running;Succeeded;Failed
 type RestorePhase string
