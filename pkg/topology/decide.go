@@ -36,6 +36,8 @@ func Decide(in Input) Decision {
 		d.continueFailover(t)
 	case t != nil && t.Kind == v1alpha1.TransitionSplitBrainResolution:
 		d.continueSplitBrain(t)
+	case t != nil && isPlannedKind(t.Kind):
+		d.continuePlanned(t)
 	case t != nil:
 		// Another kind of active-site change is in flight; it owns every
 		// mutation until it completes. Only observe.
@@ -45,10 +47,14 @@ func Decide(in Input) Decision {
 			d.bootstrap()
 		}
 	default:
-		if !d.startFailover(in.Status.ActiveSite) {
+		if d.startFailover(in.Status.ActiveSite) {
+			d.supersedePlanned(in.Status.ActiveSite)
+		} else {
 			d.steady(in.Status.ActiveSite)
+			d.plannedSteady(in.Status.ActiveSite)
 		}
 	}
+	d.clearHold()
 	if d.in.Reclone != nil && !d.out.ClearRecloneAnnotation {
 		d.out.ClearRecloneAnnotation = true
 		d.event(true, EventRecloneRejected, "annotation %s=%q refused and cleared: the group has no settled active site (a bootstrap or an active-site change is in progress); request it again later",

@@ -580,7 +580,7 @@ func TestReassertActive(t *testing.T) {
 
 func TestOtherTransitionOwnsMutations(t *testing.T) {
 	st := active(2, "iad")
-	st.Transition = &v1alpha1.Transition{ID: "x", Kind: v1alpha1.TransitionPlanned, SourceSite: "iad", TargetSite: "pdx", TopologyGeneration: 3, Step: v1alpha1.StepFencingSource}
+	st.Transition = &v1alpha1.Transition{ID: "x", Kind: v1alpha1.TransitionRestoreInPlace, SourceSite: "iad", TargetSite: "pdx", TopologyGeneration: 3, Step: v1alpha1.StepFencingSource}
 	obs := steadyObs()
 	obs["dr"] = site("dr", false, "", nil)
 	d := Decide(newInput(obs, st))

@@ -118,6 +118,9 @@ type Input struct {
 	Failover FailoverSettings
 	// Reclone is the reclone-site annotation, nil when absent.
 	Reclone *RecloneInput
+	// Planned is the planned-failover part (holds, ordered update, hold
+	// release).
+	Planned PlannedInput
 }
 
 // ActionKind is a MySQL mutation the executor performs.

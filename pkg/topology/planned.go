@@ -42,6 +42,7 @@ const (
 	PlannedWaitReplicationUnhealthy v1alpha1.PlannedFailoverWaitReason = "ReplicationUnhealthy"
 	PlannedWaitTargetUnreachable    v1alpha1.PlannedFailoverWaitReason = "TargetUnreachable"
 	PlannedWaitOperationInProgress  v1alpha1.PlannedFailoverWaitReason = "OperationInProgress"
+	PlannedWaitTargetLagging        v1alpha1.PlannedFailoverWaitReason = "TargetLagging"
 
 	PlannedDeferDeploymentHold v1alpha1.PlannedFailoverDeferReason = "DeploymentHold"
 	PlannedDeferCooldown       v1alpha1.PlannedFailoverDeferReason = "Cooldown"
@@ -141,6 +142,11 @@ type PlannedAdmissionInput struct {
 	// OtherOperation names another change in flight (status.transition, a
 	// reclone, an ordered update, ...); empty when none.
 	OtherOperation string
+	// TargetLagging describes a target beyond spec.replication.maxLagSeconds;
+	// TargetDiverged one holding transactions the active site lacks. Empty
+	// when not so.
+	TargetLagging  string
+	TargetDiverged string
 	// LastFailover is status.lastFailover.time; zero when there was none.
 	LastFailover time.Time
 	// AdmittingSince is when the run last entered Admitting; the admission
@@ -242,6 +248,11 @@ func plannedWait(in PlannedAdmissionInput) (PlannedAdmission, bool) {
 		reason, msg = PlannedWaitTargetUnreachable, fmt.Sprintf("target site %s is not reachable", in.Target)
 	case !in.TargetReplicating:
 		reason, msg = PlannedWaitReplicationUnhealthy, fmt.Sprintf("target site %s is not replicating from the active site %s", in.Target, in.Active)
+	case in.TargetDiverged != "":
+		// Promoting it would publish transactions the source never had.
+		reason, msg = PlannedWaitReplicationUnhealthy, in.TargetDiverged+": it is not handed the primary role"
+	case in.TargetLagging != "":
+		reason, msg = PlannedWaitTargetLagging, in.TargetLagging
 	default:
 		return PlannedAdmission{}, false
 	}

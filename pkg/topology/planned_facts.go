@@ -19,6 +19,12 @@ type PlannedTargetState struct {
 	// OtherOperation names a change in flight that a planned failover must
 	// not overlap; empty when none.
 	OtherOperation string
+	// Lagging describes a target further behind than
+	// spec.replication.maxLagSeconds; empty when it is not.
+	Lagging string
+	// Diverged describes transactions the target holds that the active
+	// site lacks (a handoff would publish them); empty when none.
+	Diverged string
 }
 
 // PlannedTargetStateOf reads PlannedTargetState from a decision input, so
@@ -31,6 +37,14 @@ func PlannedTargetStateOf(in Input, target string) PlannedTargetState {
 		r := o.Last.Replica
 		s.Replicating = !o.Last.Writable && active != "" && ReplicationState(r) == v1alpha1.ReplicationRunning &&
 			SameHost(r.SourceHost, SourceHost(in.Namespace, in.Group, active))
+		if r != nil && r.SecondsBehindSource != nil && *r.SecondsBehindSource > in.MaxLagSeconds {
+			s.Lagging = fmt.Sprintf("target site %s is %ds behind (spec.replication.maxLagSeconds %d)", target, *r.SecondsBehindSource, in.MaxLagSeconds)
+		}
+		if a, ok := in.Observed[active]; ok && a.Fresh && a.Last != nil {
+			if extra := Divergent(o.Last.Executed, a.Last.Executed, a.Last.ServerUUID); !extra.IsEmpty() {
+				s.Diverged = fmt.Sprintf("target site %s holds %d transactions the active site %s lacks (%s)", target, extra.Count(), active, extra.OneLine())
+			}
+		}
 	}
 	s.OtherOperation = otherOperation(in)
 	return s

@@ -70,16 +70,55 @@ func randomInput(r *rand.Rand) Input {
 		status.TopologyGeneration = 2
 		steps := []v1alpha1.TransitionStep{"", v1alpha1.StepAwaitingSelfFence, v1alpha1.StepCatchingUp, v1alpha1.StepPromoting, v1alpha1.StepPublishing}
 		deadline := metav1.NewTime(t0.Add(time.Duration(r.IntN(3)-1) * time.Minute))
-		kind := []v1alpha1.TransitionKind{v1alpha1.TransitionAutomatic, v1alpha1.TransitionPlanned}[r.IntN(2)]
+		kind := []v1alpha1.TransitionKind{v1alpha1.TransitionAutomatic, v1alpha1.TransitionPlanned, v1alpha1.TransitionOrderedUpdate}[r.IntN(3)]
+		if kind != v1alpha1.TransitionAutomatic {
+			steps = []v1alpha1.TransitionStep{v1alpha1.StepFencingSource, v1alpha1.StepCatchingUp, v1alpha1.StepPromoting}
+			deadline = metav1.NewTime(t0.Add(-time.Duration(r.IntN(60)) * time.Second)) // the start time
+		}
 		status.Transition = &v1alpha1.Transition{ID: "y", Kind: kind, SourceSite: "iad", TargetSite: "pdx", TopologyGeneration: 3,
-			Step: steps[r.IntN(len(steps))], SourceFenceDeadline: &deadline}
+			Step: steps[r.IntN(len(steps))], SourceFenceDeadline: &deadline, StartTime: deadline, StepTime: &deadline}
+		if kind != v1alpha1.TransitionAutomatic && r.IntN(4) != 0 {
+			status.PlannedFailover = randomClaim(r, []v1alpha1.PlannedFailoverPhase{
+				v1alpha1.PlannedFailoverFencing, v1alpha1.PlannedFailoverDraining, v1alpha1.PlannedFailoverPromoting})
+		}
+	}
+	if status.Transition == nil && status.ActiveSite == "iad" && r.IntN(2) == 0 {
+		status.PlannedFailover = randomClaim(r, []v1alpha1.PlannedFailoverPhase{
+			v1alpha1.PlannedFailoverCatchingUp, v1alpha1.PlannedFailoverRollingBack, v1alpha1.PlannedFailoverPublishing, v1alpha1.PlannedFailoverFencing})
+		plannedFriendly(r, obs, &status)
 	}
 	if r.IntN(3) == 0 {
 		status.LastFailover = &v1alpha1.LastFailover{Time: metav1.NewTime(t0.Add(-time.Duration(r.IntN(10)) * time.Minute)), Target: "iad"}
 	}
 	in := newInput(obs, status)
 	in.Failover = FailoverSettings{Enabled: r.IntN(4) != 0, Cooldown: 5 * time.Minute, SelfFenceBound: time.Duration(r.IntN(3)) * time.Minute, MaxMissing: uint64(r.IntN(3))}
+	in.Planned = PlannedInput{HoldsRead: r.IntN(3) != 0, Holds: PlannedHolds{Held: r.IntN(3) == 0, EarliestExpiry: t0.Add(time.Minute)}, OrderedUpdate: r.IntN(2) == 0}
 	return in
+}
+
+// plannedFriendly often makes the world one a planned run can move in:
+// pdx a caught-up replica of a serving iad, or the writable published target.
+func plannedFriendly(r *rand.Rand, obs map[string]SiteInput, status *v1alpha1.MysqlFailoverGroupStatus) {
+	if r.IntN(2) == 0 {
+		return
+	}
+	iad := &Observed{ServerUUID: uIAD, Writable: true, Executed: randomSet(r), At: t0}
+	pdx := &Observed{ServerUUID: uPDX, Executed: iad.Executed.Intersect(randomSet(r)), Replica: replicating(iadHost), At: t0}
+	if status.PlannedFailover.Phase == v1alpha1.PlannedFailoverPublishing {
+		status.ActiveSite, status.TopologyGeneration = "pdx", 3
+		pdx.Writable, pdx.Replica = r.IntN(4) != 0, nil
+		iad.Writable = false
+	}
+	obs["iad"] = SiteInput{Reach: observe.Reachable, Fresh: true, Last: iad}
+	obs["pdx"] = SiteInput{Reach: observe.Reachable, Fresh: true, Last: pdx}
+}
+
+// randomClaim is a planned-failover claim from iad to pdx in one of phases,
+// entered up to a minute before t0.
+func randomClaim(r *rand.Rand, phases []v1alpha1.PlannedFailoverPhase) *v1alpha1.PlannedFailoverStatus {
+	at := metav1.NewTime(t0.Add(-time.Duration(r.IntN(60)) * time.Second))
+	return &v1alpha1.PlannedFailoverStatus{RunID: "y", SourceSite: "iad", TargetSite: "pdx", Phase: phases[r.IntN(len(phases))],
+		PhaseTime: &at, RequestTime: &at, MaxLagWait: &metav1.Duration{Duration: time.Duration(1+r.IntN(60)) * time.Second}}
 }
 
 func withTransition(st v1alpha1.MysqlFailoverGroupStatus, target string) v1alpha1.MysqlFailoverGroupStatus {
@@ -106,6 +145,15 @@ func trusted(in Input, site string) *Observed {
 // write-first status; Decide is deterministic.
 func TestDecideInvariants(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 11))
+	// How often the planned-handoff checks ran: the generator must reach
+	// them, or the checks below prove nothing about the handoff.
+	var plannedPromotions, plannedStarts, claimsSucceeded int
+	defer func() {
+		t.Logf("planned promotions %d, planned starts %d, claims succeeded %d", plannedPromotions, plannedStarts, claimsSucceeded)
+		if plannedPromotions == 0 || plannedStarts == 0 || claimsSucceeded == 0 {
+			t.Errorf("the random inputs never reached a planned promotion, start or success")
+		}
+	}()
 	for i := range 5000 {
 		in := randomInput(r)
 		d := Decide(in)
@@ -128,14 +176,24 @@ func TestDecideInvariants(t *testing.T) {
 				if target == nil {
 					fail("made untrusted site %s writable", a.Site)
 				}
-				if tr := in.Status.Transition; tr != nil && tr.Kind == v1alpha1.TransitionAutomatic {
+				tr := in.Status.Transition
+				if tr != nil && tr.Kind == v1alpha1.TransitionAutomatic {
 					checkFailoverPromotion(t, in, d, a, fenced, fail)
 					continue
 				}
-				if in.Status.Transition != nil && in.Status.Transition.Kind != v1alpha1.TransitionBootstrap {
-					fail("made %s writable during a %s transition", a.Site, in.Status.Transition.Kind)
+				rollback := tr != nil && isPlannedKind(tr.Kind) && d.Status.Transition == nil && a.Site == tr.SourceSite && !promoted(tr.Step)
+				if tr != nil && isPlannedKind(tr.Kind) && !rollback {
+					plannedPromotions++
+					checkPlannedPromotion(in, d, a, fenced, fail)
+					continue
 				}
-				if in.Status.Transition == nil && in.Status.ActiveSite != a.Site {
+				if rollback {
+					tr = nil // the source is the active site again: the steady rule applies
+				}
+				if tr != nil && tr.Kind != v1alpha1.TransitionBootstrap {
+					fail("made %s writable during a %s transition", a.Site, tr.Kind)
+				}
+				if tr == nil && in.Status.ActiveSite != a.Site {
 					fail("made %s writable outside a bootstrap while %q is active", a.Site, in.Status.ActiveSite)
 				}
 				for _, s := range fourSites {
@@ -144,7 +202,7 @@ func TestDecideInvariants(t *testing.T) {
 						continue
 					}
 					extra := Divergent(o.Executed, target.Executed, target.ServerUUID)
-					if in.Status.Transition != nil {
+					if tr != nil {
 						extra = o.Executed.Subtract(target.Executed) // a bootstrap target must hold everything
 					} else {
 						for _, p := range in.Status.Sites {
@@ -189,13 +247,21 @@ func TestDecideInvariants(t *testing.T) {
 		}
 		if d.Status.ActiveSite != in.Status.ActiveSite && in.Status.ActiveSite != "" {
 			tr := in.Status.Transition
-			if tr == nil || tr.Kind != v1alpha1.TransitionAutomatic || tr.TargetSite != d.Status.ActiveSite || !promoted(tr.Step) {
+			if tr == nil || (tr.Kind != v1alpha1.TransitionAutomatic && !isPlannedKind(tr.Kind)) || tr.TargetSite != d.Status.ActiveSite || !promoted(tr.Step) {
 				fail("active site changed from %s to %s outside a promoted failover", in.Status.ActiveSite, d.Status.ActiveSite)
 			}
 			if o := trusted(in, tr.TargetSite); o == nil || !o.Writable {
 				fail("published %s before it was observed writable", tr.TargetSite)
 			}
 		}
+		if in.Status.Transition == nil && d.Status.Transition != nil && isPlannedKind(d.Status.Transition.Kind) {
+			plannedStarts++
+			checkPlannedStart(in, d, fail)
+		}
+		if c := d.Status.PlannedFailover; c != nil && c.Phase == v1alpha1.PlannedFailoverSucceeded && in.Status.PlannedFailover.Phase != c.Phase {
+			claimsSucceeded++
+		}
+		checkClaim(in, d, fail)
 		if in.Status.Transition == nil && d.Status.Transition != nil && d.Status.Transition.Kind == v1alpha1.TransitionAutomatic {
 			if in.Observed[in.Status.ActiveSite].Reach != observe.Unreachable {
 				fail("failover started while the active site is %s", in.Observed[in.Status.ActiveSite].Reach)
@@ -262,4 +328,81 @@ func dump(in Input) string {
 		}
 	}
 	return out
+}
+
+// checkPlannedPromotion: a planned handoff makes only its target writable,
+// and (unless already past the point of no return) only once the source is
+// observed fenced and the target holds every transaction the fenced source
+// has; Promoting is recorded first.
+func checkPlannedPromotion(in Input, d Decision, a Action, fenced map[string]bool, fail func(string, ...any)) {
+	tr := in.Status.Transition
+	if a.Site != tr.TargetSite {
+		fail("made %s writable during a planned handoff to %s", a.Site, tr.TargetSite)
+	}
+	if o := trusted(in, tr.SourceSite); o != nil && o.Writable && !fenced[tr.SourceSite] {
+		fail("made %s writable while the source %s is writable and not fenced first", a.Site, tr.SourceSite)
+	}
+	if promoted(tr.Step) {
+		return
+	}
+	src, target := trusted(in, tr.SourceSite), trusted(in, a.Site)
+	if src == nil || src.Writable {
+		fail("made %s writable without observing the source %s fenced", a.Site, tr.SourceSite)
+	}
+	if tr.Step != v1alpha1.StepCatchingUp {
+		fail("made %s writable at step %q", a.Site, tr.Step)
+	}
+	if !src.Executed.IsSubsetOf(target.Executed) {
+		fail("made %s writable while it lacks %s of the fenced source", a.Site, src.Executed.Subtract(target.Executed).OneLine())
+	}
+	if d.Status.Transition == nil || d.Status.Transition.Step != v1alpha1.StepPromoting || !d.WriteFirst {
+		fail("Promoting not recorded before the promotion")
+	}
+}
+
+// checkPlannedStart: a planned handoff's transition is recorded only for a
+// claim that was catching up, once the holds were read and none holds, the
+// source serves and the target is a trusted, caught-up replica.
+func checkPlannedStart(in Input, d Decision, fail func(string, ...any)) {
+	c := in.Status.PlannedFailover
+	if c == nil || c.Phase != v1alpha1.PlannedFailoverCatchingUp {
+		fail("planned transition recorded without a claim catching up")
+		return
+	}
+	if !in.Planned.HoldsRead || in.Planned.Holds.Held {
+		fail("planned transition recorded with holds read=%v held=%v", in.Planned.HoldsRead, in.Planned.Holds.Held)
+	}
+	tv := trusted(in, c.TargetSite)
+	if tv == nil || tv.Writable || tv.Replica == nil || tv.Replica.SecondsBehindSource == nil || *tv.Replica.SecondsBehindSource > PlannedCaughtUpLagSeconds {
+		fail("planned transition recorded while the target %s is not a caught-up replica", c.TargetSite)
+	}
+	if !d.WriteFirst || d.Status.PlannedFailover == nil || d.Status.PlannedFailover.Phase != v1alpha1.PlannedFailoverFencing {
+		fail("planned transition not recorded with the claim at Fencing, written first")
+	}
+	if want := in.Planned.OrderedUpdate; (d.Status.Transition.Kind == v1alpha1.TransitionOrderedUpdate) != want {
+		fail("transition kind %s with orderedUpdate=%v", d.Status.Transition.Kind, want)
+	}
+}
+
+// checkClaim: a claim only ends Succeeded once its target is the published
+// active site, and any claim change is written first.
+func checkClaim(in Input, d Decision, fail func(string, ...any)) {
+	before, after := in.Status.PlannedFailover, d.Status.PlannedFailover
+	if after == nil || reflect.DeepEqual(before, after) {
+		return
+	}
+	if !d.WriteFirst {
+		fail("claim moved %v -> %s without a write-first status", before, after.Phase)
+	}
+	if after.Phase == v1alpha1.PlannedFailoverSucceeded {
+		if d.Status.ActiveSite != after.TargetSite || d.Status.Transition != nil {
+			fail("claim Succeeded while %q is active (transition %+v)", d.Status.ActiveSite, d.Status.Transition)
+		}
+		if o := trusted(in, after.TargetSite); o == nil || !o.Writable {
+			fail("claim Succeeded before its target was seen writable")
+		}
+	}
+	if before != nil && before.Phase.IsTerminal() {
+		fail("a finished claim moved again")
+	}
 }

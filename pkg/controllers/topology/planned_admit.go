@@ -26,6 +26,9 @@ type PlannedFacts struct {
 	TargetReplicating bool
 	// OtherOperation names another change in flight; empty when none.
 	OtherOperation string
+	// TargetLagging and TargetDiverged describe a target too far behind or
+	// holding transactions the active site lacks; empty when not so.
+	TargetLagging, TargetDiverged string
 }
 
 // plannedAdmittingPoll is how soon a run waiting in Admitting is judged again.
@@ -121,6 +124,7 @@ func admissionInput(g *v1alpha1.MysqlFailoverGroup, claim v1alpha1.PlannedFailov
 	in := topology.PlannedAdmissionInput{
 		Now: now, Target: claim.TargetSite, Active: g.Status.ActiveSite,
 		TargetTrusted: f.TargetTrusted, TargetReplicating: f.TargetReplicating, OtherOperation: f.OtherOperation,
+		TargetLagging: f.TargetLagging, TargetDiverged: f.TargetDiverged,
 		Holds: topology.PlannedHolds{Held: hs.Held, EarliestExpiry: hs.EarliestExpiry, OperationID: hs.OperationID, Instance: hs.Instance, Count: hs.Count},
 		// Defaults as the CRD declares them.
 		Settings: topology.PlannedSettings{OnCooldown: v1alpha1.PlannedFailoverRejectOnCooldown, AdmissionTimeout: 5 * time.Minute, Cooldown: 5 * time.Minute},
@@ -175,5 +179,6 @@ func (a *PlannedAdmitter) announce(g *v1alpha1.MysqlFailoverGroup, c v1alpha1.Pl
 // for this pass (p.input), so admission and the decision agree on the group.
 func plannedFactsOf(in topology.Input, target string) PlannedFacts {
 	s := topology.PlannedTargetStateOf(in, target)
-	return PlannedFacts{TargetTrusted: s.Trusted, TargetReplicating: s.Replicating, OtherOperation: s.OtherOperation}
+	return PlannedFacts{TargetTrusted: s.Trusted, TargetReplicating: s.Replicating, OtherOperation: s.OtherOperation,
+		TargetLagging: s.Lagging, TargetDiverged: s.Diverged}
 }
