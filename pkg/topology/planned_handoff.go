@@ -481,4 +481,3 @@ func (d *decider) supersedePlanned(active string) {
 	d.endClaim(c, outcome, PlannedReasonSuperseded, nil,
 		fmt.Sprintf("active site %s became unreachable: an automatic failover took over", active))
 }
-
