@@ -423,9 +423,9 @@ func TestSiteMySQLConfRollsOnlyThatSite(t *testing.T) {
 }
 
 // Under OrderedUpdate a group-wide change rolls the followers one at a time
-// (the next once the previous is Ready) and is not applied to the active
-// site, which the Updating condition says; Recreate then rolls it.
-func TestOrderedUpdateHoldsTheActiveSite(t *testing.T) {
+// (the next once the previous has been Ready for 30 s) and is not applied
+// to the active site before the handoff; switching to Recreate rolls it.
+func TestRecreateRollsTheActiveSiteOrderedUpdateHeld(t *testing.T) {
 	e := newEnv(t)
 	g := sample(t)
 	g.Spec.Backup = nil
@@ -434,27 +434,24 @@ func TestOrderedUpdateHoldsTheActiveSite(t *testing.T) {
 	e.waitPods(g.Name, sites)
 	e.setActiveSite(g.Name, "iad")
 	for _, s := range sites {
-		p, _ := e.pod(g.Name, s)
-		e.markReady(p)
+		e.markReadySince(g.Name, s, time.Now().Add(-time.Minute))
 	}
 	e.waitCondition(g.Name, "Updating", metav1.ConditionFalse, topology.ReasonUpToDate)
 	before := e.snapshot(g.Name, sites)
 
 	e.editGroup(g.Name, func(g *v1alpha1.MysqlFailoverGroup) { g.Spec.MySQLConf["max_connections"] = "700" })
-	held := e.waitCondition(g.Name, "Updating", metav1.ConditionTrue, topology.ReasonActiveSiteUpdateHeld)
-	if !strings.Contains(held.Message, "site iad is the active site") {
-		t.Errorf("Updating message %q does not name the held site", held.Message)
+	rolling := e.waitCondition(g.Name, "Updating", metav1.ConditionTrue, topology.ReasonRolling)
+	if !strings.Contains(rolling.Message, "site iad (active) is rolled after the primary role is handed") {
+		t.Errorf("Updating message %q does not say the active site waits", rolling.Message)
 	}
 	e.waitRolled(g.Name, "pdx", before["pdx"])
 	// pdx's new pod is not Ready: the reader waits, iad is held.
 	time.Sleep(2 * time.Second)
 	unchanged(t, e, g.Name, before, "iad", "reader")
 
-	pdx, _ := e.pod(g.Name, "pdx")
-	e.markReady(pdx)
+	e.markReadySince(g.Name, "pdx", time.Now().Add(-31*time.Second))
 	e.waitRolled(g.Name, "reader", before["reader"])
 	unchanged(t, e, g.Name, before, "iad")
-	e.waitEvent(topology.EventSiteUpdateHeld, corev1.EventTypeNormal)
 
 	e.editGroup(g.Name, func(g *v1alpha1.MysqlFailoverGroup) {
 		g.Spec.UpdateStrategy = &v1alpha1.UpdateStrategy{Type: v1alpha1.Recreate}
@@ -464,6 +461,7 @@ func TestOrderedUpdateHoldsTheActiveSite(t *testing.T) {
 	if !strings.Contains(cm.Data["bloodraven.cnf"], "max-connections = 700\n") {
 		t.Errorf("iad my.cnf after Recreate: %s", cm.Data["bloodraven.cnf"])
 	}
+	e.waitPhase(g.Name, "")
 }
 
 // Switching a client Service between NodePort and LoadBalancer keeps the
