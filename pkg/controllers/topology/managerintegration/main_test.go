@@ -128,6 +128,9 @@ type operatorRun struct {
 	// from inside a reconcile, as a process dying mid-step).
 	stop, kill func()
 	metrics    *prometheus.Registry
+	// informers are the run's informer factories (the invariant harness
+	// serves the auxiliary endpoints from the same cache).
+	informers *operator.Informers
 }
 
 // startOperator runs the topology controller with its manager on informers
@@ -179,7 +182,7 @@ func (e *env) startOperator(tweak ...func(*topology.ManagerOptions)) *operatorRu
 		e.deleteGroups()
 		stop()
 	})
-	return &operatorRun{stop: stop, kill: cancel, metrics: reg}
+	return &operatorRun{stop: stop, kill: cancel, metrics: reg, informers: inf}
 }
 
 // group is a minimal valid group over the env's sites, polled every 200ms.
