@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/shipstream/bloodraven/pkg/apis/shipstream/v1alpha1"
+	"github.com/shipstream/bloodraven/pkg/deploylease"
 	"github.com/shipstream/bloodraven/pkg/devaddr"
 	"github.com/shipstream/bloodraven/pkg/mysql"
 	"github.com/shipstream/bloodraven/pkg/observe"
@@ -75,6 +76,10 @@ type ManagerOptions struct {
 	// Now and NewID replace the clock and the transition id source in tests.
 	Now   func() time.Time
 	NewID func() string
+	// Holds reads a group's deployment failover holds for planned
+	// failover; nil reads the Lease records through the controller's
+	// Kubernetes client (deploylease.Store).
+	Holds HoldsFunc
 }
 
 // Sample is one poll of a site.
@@ -89,6 +94,9 @@ type Manager struct {
 	ctrl    *Controller
 	tracker *observe.Tracker[Sample]
 	log     *slog.Logger
+
+	// admitter runs planned-failover admission (the claim's first phases).
+	admitter *PlannedAdmitter
 
 	mu        sync.Mutex
 	groups    map[string]*groupState
@@ -139,7 +147,11 @@ func newManager(c *Controller, opts ManagerOptions) (*Manager, error) {
 		}
 		opts.Credentials = src
 	}
+	if opts.Holds == nil {
+		opts.Holds = deploylease.New(c.kube, deploylease.Options{Now: opts.Now}).Holds
+	}
 	m := &Manager{opts: opts, ctrl: c, log: c.log.With("component", "topology-manager"), groups: map[string]*groupState{}}
+	m.admitter = &PlannedAdmitter{Ship: c.ship, Holds: opts.Holds, Recorder: c.recorder, Now: opts.Now, NewRunID: opts.NewID}
 	m.tracker = observe.NewTracker[Sample](opts.Metrics.observePoll)
 	return m, nil
 }
@@ -196,7 +208,8 @@ func (m *Manager) Reconcile(ctx context.Context, g *v1alpha1.MysqlFailoverGroup)
 	if err != nil {
 		return g, p.cadence(nil), err
 	}
-	in := p.input(results)
+	claimBefore := g.Status.PlannedFailover.DeepCopy()
+	in, admitErr := p.planned(ctx, results, p.input(results))
 	d := topology.Decide(in)
 	g, err = p.execute(ctx, d)
 	if err == nil && d.ClearRecloneAnnotation && in.Reclone != nil {
@@ -204,9 +217,17 @@ func (m *Manager) Reconcile(ctx context.Context, g *v1alpha1.MysqlFailoverGroup)
 		g = p.g
 	}
 	if err == nil {
+		err = p.clearHoldAnnotation(ctx)
+		g = p.g
+	}
+	if err == nil {
 		err = p.syncLastFailoverAnnotations(ctx)
 		g = p.g
 	}
+	if err == nil {
+		err = admitErr
+	}
+	p.plannedProgress(claimBefore)
 	m.opts.Metrics.record(g, results)
 	if g.Status.Transition != nil {
 		// A change in flight moves at the base rate.

@@ -74,6 +74,8 @@ func (p *mpass) writeStatus(ctx context.Context, st v1alpha1.MysqlFailoverGroupS
 			o.Status.ObservedGeneration = st.ObservedGeneration
 			o.Status.LastFailover = st.LastFailover
 			o.Status.RecloneHistory = st.RecloneHistory
+			o.Status.PlannedFailover = st.PlannedFailover
+			o.Status.AutomaticFailoverHold = st.AutomaticFailoverHold
 			for _, t := range managerConditions {
 				if c := apimeta.FindStatusCondition(st.Conditions, t); c != nil {
 					apimeta.SetStatusCondition(&o.Status.Conditions, *c)

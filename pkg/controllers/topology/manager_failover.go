@@ -120,15 +120,17 @@ func (p *mpass) evictSessions(ctx context.Context, site string) error {
 // timeout. Best effort by design: a sidecar that cannot be reached is
 // covered by the self-fence deadline the promotion waits for.
 func (p *mpass) notifySidecars(ctx context.Context) error {
-	t := p.g.Status.Transition
-	if t == nil {
-		return nil
-	}
+	// Without a transition (a planned failover rolled back) the document
+	// confirms the active site again, so its sidecar stops fencing it
+	// without waiting for its next poll.
 	doc := protocol.ActiveSite{Namespace: p.g.Namespace, Group: p.g.Name, ActiveSite: p.g.Status.ActiveSite,
-		TopologyGeneration: p.g.Status.TopologyGeneration, Transition: &protocol.TransitionNotice{
+		TopologyGeneration: p.g.Status.TopologyGeneration}
+	if t := p.g.Status.Transition; t != nil {
+		doc.Transition = &protocol.TransitionNotice{
 			ID: t.ID, Kind: string(t.Kind), SourceSite: t.SourceSite, TargetSite: t.TargetSite,
 			TopologyGeneration: t.TopologyGeneration, Step: string(t.Step), StartTime: t.StartTime.Time,
-		}}
+		}
+	}
 	ctx, cancel := context.WithTimeout(ctx, p.m.opts.StatementTimeout)
 	defer cancel()
 	var wg sync.WaitGroup

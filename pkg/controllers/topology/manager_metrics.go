@@ -9,6 +9,7 @@ import (
 	"github.com/shipstream/bloodraven/pkg/apis/shipstream/v1alpha1/stability"
 	"github.com/shipstream/bloodraven/pkg/metrics"
 	"github.com/shipstream/bloodraven/pkg/observe"
+	"github.com/shipstream/bloodraven/pkg/topology"
 )
 
 // Metrics are the topology manager's Prometheus metrics. The queue depth is
@@ -21,6 +22,8 @@ type Metrics struct {
 	stable      *prometheus.GaugeVec
 	transitions *prometheus.CounterVec
 	stepTime    *prometheus.HistogramVec
+	planned     *prometheus.CounterVec
+	plannedTime *prometheus.HistogramVec
 }
 
 // NewMetrics registers the metrics with reg.
@@ -43,8 +46,14 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		stepTime: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: metrics.Namespace, Name: "topology_transition_step_duration_seconds",
 			Help: "Time an active-site change spent in each step, by kind and step.", Buckets: prometheus.ExponentialBuckets(0.05, 2, 14)},
 			[]string{"kind", "step"}),
+		planned: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: metrics.Namespace, Name: "planned_failovers_total",
+			Help: "Planned-failover runs that ended, by outcome in kebab-case (succeeded, not-started, rolled-back, source-left-fenced, promoted-unconfirmed, manual-recovery-required)."},
+			[]string{"result"}),
+		plannedTime: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: metrics.Namespace, Name: "planned_failover_duration_seconds",
+			Help: "Time from a planned-failover request to the end of its run, by outcome.", Buckets: prometheus.ExponentialBuckets(0.5, 2, 14)},
+			[]string{"result"}),
 	}
-	reg.MustRegister(m.siteState, m.pollLatency, m.pollFails, m.generation, m.stable, m.transitions, m.stepTime)
+	reg.MustRegister(m.siteState, m.pollLatency, m.pollFails, m.generation, m.stable, m.transitions, m.stepTime, m.planned, m.plannedTime)
 	return m
 }
 
@@ -135,4 +144,14 @@ func (m *Metrics) failoverRefused() {
 	if m != nil {
 		m.transitions.WithLabelValues(string(v1alpha1.TransitionAutomatic), "refused").Inc()
 	}
+}
+
+// plannedEnded counts a planned-failover run that ended and how long it took.
+func (m *Metrics) plannedEnded(outcome v1alpha1.PlannedFailoverOutcome, took time.Duration) {
+	if m == nil {
+		return
+	}
+	label := topology.PlannedOutcomeLabel(outcome)
+	m.planned.WithLabelValues(label).Inc()
+	m.plannedTime.WithLabelValues(label).Observe(took.Seconds())
 }

@@ -37,7 +37,8 @@ const plannedAdmittingPoll = time.Second
 // PlannedAdmitter runs the admission part of planned failover against the
 // API server: it turns the planned-failover annotation into a stored claim,
 // then judges the claim (topology.AdmitPlanned) until it is admitted,
-// deferred or refused. Not wired into the manager yet (issue 14).
+// deferred or refused; the manager calls Step each pass while admission has
+// work (manager_planned.go), and the handoff itself is topology.Decide's.
 type PlannedAdmitter struct {
 	Ship versioned.Interface
 	// Holds is deploylease.Store.Holds (a quorum read).
@@ -145,6 +146,11 @@ func admissionInput(g *v1alpha1.MysqlFailoverGroup, claim v1alpha1.PlannedFailov
 		if s.AdmissionTimeout != nil {
 			in.Settings.AdmissionTimeout = s.AdmissionTimeout.Duration
 		}
+	}
+	if g.Status.UpdatePhase == v1alpha1.UpdateHandingOff {
+		// An ordered update's handoff waits out the cooldown rather than
+		// failing the update over it.
+		in.Settings.OnCooldown = v1alpha1.PlannedFailoverDeferOnCooldown
 	}
 	// Time spent Deferred does not count against the admission timeout.
 	in.AdmittingSince = now
