@@ -26,7 +26,7 @@ func (p *pass) rolloutInput(states []SiteState) RolloutInput {
 	g := p.g
 	in := RolloutInput{
 		Strategy: strategyOf(g), Active: g.Status.ActiveSite, Now: p.c.now(), Sites: states,
-		Phase: g.Status.UpdatePhase, Claim: g.Status.PlannedFailover,
+		Phase: g.Status.UpdatePhase, Claim: g.Status.PlannedFailover, Incomplete: len(states) < len(g.Spec.Sites),
 	}
 	if t := g.Status.Transition; t != nil {
 		in.Transition = fmt.Sprintf("%s (%s, %s to %s)", t.ID, t.Kind, t.SourceSite, t.TargetSite)

@@ -81,6 +81,10 @@ type RolloutInput struct {
 	// SitePriorities is spec.splitBrainPolicy.sitePriorities: the preferred
 	// handoff targets, in order.
 	SitePriorities []string
+	// Incomplete: some site of the spec could not be rendered or observed
+	// and is missing from Sites. The rollout then keeps the stored phase and
+	// starts no handoff.
+	Incomplete bool
 }
 
 // SiteAction is the rollout decision for one site.
@@ -179,6 +183,7 @@ func (r *Rollout) wakeIn(d time.Duration) {
 //   - A missing StatefulSet is always created.
 //   - Recreate, or no active site yet (nothing is serving), rolls every
 //     site at once; status.updatePhase stays empty.
+//   - With Incomplete input the stored phase is kept and no handoff starts.
 //   - OrderedUpdate rolls followers one at a time, in site order: the next
 //     starts once every follower on the new template has been Ready for
 //     RolloutStableFor. The active site is held (neither its template nor
@@ -192,7 +197,7 @@ func PlanRollout(in RolloutInput) Rollout {
 	for i, s := range in.Sites {
 		out.Sites[i] = SiteAction{Name: s.Name, Outdated: outdated(s)}
 	}
-	if in.Strategy == v1alpha1.Recreate || !hasSite(in.Sites, in.Active) {
+	if in.Strategy == v1alpha1.Recreate || in.Active == "" {
 		planAllAtOnce(in, &out)
 		return out
 	}
@@ -303,6 +308,10 @@ func planOrdered(in RolloutInput, out *Rollout) {
 	default:
 		out.Phase = "" // every site rolled and stable
 	}
+	if in.Incomplete {
+		out.Phase, out.Handoff, out.Failure = in.Phase, nil, nil
+		out.note("some site could not be rendered or observed (see ResourcesReady)")
+	}
 }
 
 // settle decides what the rollout waits for at the site being rolled: its
@@ -322,8 +331,8 @@ func settle(in RolloutInput, out *Rollout, s SiteState) {
 			out.wakeIn(RolloutStallAfter - since)
 			return
 		}
-		msg := fmt.Sprintf("site %s: its pod on the new template has not been Ready for %s (since %s)",
-			s.Name, since.Truncate(time.Second), stamp(s.PodNotReadySince))
+		msg := fmt.Sprintf("site %s: its pod on the new template has not been Ready since %s (%s)",
+			s.Name, stamp(s.PodNotReadySince), roughly(since))
 		if s.PodRestarts > 0 {
 			msg += fmt.Sprintf(" and its containers restarted %d times", s.PodRestarts)
 		}
@@ -452,8 +461,17 @@ func resultOf(c *v1alpha1.PlannedFailoverStatus) string {
 
 func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339) }
 
-func hasSite(sites []SiteState, name string) bool {
-	return slices.ContainsFunc(sites, func(s SiteState) bool { return s.Name == name })
+// roughly says how long a stall has lasted coarsely enough that the
+// condition message, which carries it, changes about once a minute rather
+// than on every pass.
+func roughly(d time.Duration) string {
+	switch {
+	case d < RolloutStallAfter:
+		return "under " + RolloutStallAfter.String()
+	case d < time.Minute:
+		return "over " + RolloutStallAfter.String()
+	}
+	return "over " + strings.TrimSuffix(d.Truncate(time.Minute).String(), "0s")
 }
 
 func siteNamed(sites []SiteState, name string) SiteState {

@@ -126,6 +126,13 @@ func TestPlanRolloutSiteActions(t *testing.T) {
 		in:   ordered("iad", site("iad", newH, newH, true), site("pdx", oldH, oldH, true), site("reader", newH, newH, true)),
 		want: []SiteAction{{Name: "iad"}, {Name: "pdx", ApplyTemplate: true, Outdated: true}, {Name: "reader"}},
 	}, {
+		name: "the active site missing from the input (not rendered): the followers still go one at a time",
+		in:   ordered("iad", site("pdx", oldH, oldH, true), site("reader", oldH, oldH, true)),
+		want: []SiteAction{
+			{Name: "pdx", ApplyTemplate: true, Outdated: true},
+			{Name: "reader", Waiting: true, WaitingFor: "pdx", Outdated: true},
+		},
+	}, {
 		name: "no pod deletion while an active-site change is in flight",
 		in: func() RolloutInput {
 			in := ordered("iad", site("iad", oldH, oldH, true), site("pdx", newH, oldH, true))
@@ -231,16 +238,16 @@ func TestPlanRolloutOrderedUpdate(t *testing.T) {
 		name: "the rolled follower not Ready for 30s stalls the rollout",
 		in:   ordered("iad", stale("iad"), notReadyFor(fresh("pdx"), 30*time.Second), stale("reader")),
 		want: want{phase: v1alpha1.UpdateRollingFollowers, stall: "pdx", requeue: 30 * time.Second,
-			stallHas: []string{"site pdx", "not been Ready for 30s (since 2026-11-30T09:59:30Z)", "the active site iad keeps serving"}},
+			stallHas: []string{"site pdx", "not been Ready since 2026-11-30T09:59:30Z (over 30s)", "the active site iad keeps serving"}},
 	}, {
 		name: "a crash-looping rolled follower stalls at once",
 		in: ordered("iad", stale("iad"), with(notReadyFor(fresh("pdx"), 5*time.Second), func(s *SiteState) { s.PodRestarts = 3 }),
 			stale("reader")),
-		want: want{phase: v1alpha1.UpdateRollingFollowers, stall: "pdx", requeue: 30 * time.Second, stallHas: []string{"restarted 3 times"}},
+		want: want{phase: v1alpha1.UpdateRollingFollowers, stall: "pdx", requeue: 30 * time.Second, stallHas: []string{"(under 30s) and its containers restarted 3 times"}},
 	}, {
 		name: "a pod that was Ready and flapped to not Ready 45s ago stalls",
 		in:   ordered("iad", stale("iad"), fresh("reader"), notReadyFor(fresh("pdx"), 45*time.Second)),
-		want: want{phase: v1alpha1.UpdateRollingFollowers, stall: "pdx", requeue: 30 * time.Second, stallHas: []string{"for 45s"}},
+		want: want{phase: v1alpha1.UpdateRollingFollowers, stall: "pdx", requeue: 30 * time.Second, stallHas: []string{"since 2026-11-30T09:59:15Z (over 30s)"}},
 	}, {
 		name: "a pod not yet recreated is waited for, not stalled",
 		in:   ordered("iad", stale("iad"), site("pdx", newH, "", false)),
@@ -370,7 +377,8 @@ func TestPlanRolloutOrderedUpdate(t *testing.T) {
 			in.Phase, in.Claim = v1alpha1.UpdateRollingFormerPrimary, claim(v1alpha1.PlannedFailoverSucceeded, "iad", "pdx", time.Minute)
 			return in
 		}(),
-		want: want{phase: v1alpha1.UpdateRollingFormerPrimary, stall: "iad", requeue: 30 * time.Second, stallHas: []string{"the active site pdx keeps serving"}},
+		want: want{phase: v1alpha1.UpdateRollingFormerPrimary, stall: "iad", requeue: 30 * time.Second,
+			stallHas: []string{"(over 1m)", "the active site pdx keeps serving"}},
 	}, {
 		name: "the former active site stable: the update is done",
 		in: func() RolloutInput {
@@ -379,6 +387,26 @@ func TestPlanRolloutOrderedUpdate(t *testing.T) {
 			return in
 		}(),
 		want: want{done: true},
+	}, {
+		name: "a stall's duration is coarse: minutes once past one",
+		in:   ordered("iad", stale("iad"), notReadyFor(fresh("pdx"), 2*time.Hour+3*time.Minute+20*time.Second)),
+		want: want{phase: v1alpha1.UpdateRollingFollowers, stall: "pdx", requeue: 30 * time.Second, stallHas: []string{"(over 2h3m)"}},
+	}, {
+		name: "incomplete input: no handoff, the stored phase stays",
+		in: func() RolloutInput {
+			in := ordered("iad", stale("iad"), fresh("pdx"))
+			in.Phase, in.Incomplete = v1alpha1.UpdateRollingFollowers, true
+			return in
+		}(),
+		want: want{phase: v1alpha1.UpdateRollingFollowers, notesHas: []string{"could not be rendered or observed"}},
+	}, {
+		name: "incomplete input: a handoff in flight is not judged failed",
+		in: func() RolloutInput {
+			in := ordered("iad", stale("iad"), fresh("pdx"))
+			in.Phase, in.Incomplete = v1alpha1.UpdateHandingOff, true
+			return in
+		}(),
+		want: want{phase: v1alpha1.UpdateHandingOff},
 	}, {
 		name: "Recreate never sets a phase",
 		in: func() RolloutInput {

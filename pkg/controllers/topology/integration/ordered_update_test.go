@@ -142,7 +142,7 @@ func TestOrderedUpdateStallsOnAPodThatIsNotReady(t *testing.T) {
 	e.waitRolled(g.Name, "pdx", before["pdx"])
 	// No kubelet: the new pod never becomes Ready.
 	stalled := e.waitCondition(g.Name, "Updating", metav1.ConditionTrue, v1alpha1.ReasonOrderedUpdateStalled)
-	for _, want := range []string{"site pdx", "has not been Ready for", "the active site iad keeps serving"} {
+	for _, want := range []string{"site pdx", "has not been Ready since", "the active site iad keeps serving"} {
 		if !strings.Contains(stalled.Message, want) {
 			t.Errorf("stall message %q lacks %q", stalled.Message, want)
 		}
