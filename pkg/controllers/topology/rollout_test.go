@@ -363,6 +363,14 @@ func TestPlanRolloutOrderedUpdate(t *testing.T) {
 		}(),
 		want: want{phase: v1alpha1.UpdateRollingFormerPrimary},
 	}, {
+		name: "a planned failover by annotation during the update: the former primary rolls as a follower",
+		in: func() RolloutInput {
+			in := ordered("pdx", stale("iad"), fresh("pdx"), stale("reader"))
+			in.Phase, in.Claim = v1alpha1.UpdateRollingFollowers, claim(v1alpha1.PlannedFailoverSucceeded, "iad", "pdx", time.Second)
+			return in
+		}(),
+		want: want{phase: v1alpha1.UpdateRollingFollowers},
+	}, {
 		name: "the former active site has been Ready 10s: still RollingFormerPrimary",
 		in: func() RolloutInput {
 			in := ordered("pdx", readyFor(fresh("iad"), 10*time.Second), fresh("pdx"))
