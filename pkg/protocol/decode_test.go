@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/shipstream/bloodraven/pkg/apis/shipstream/v1alpha1"
 )
 
 // A newer sidecar adds fields (top level and nested); an older operator must
@@ -177,4 +179,30 @@ func FuzzDecodeSiteStatus(f *testing.F) {
 			t.Fatalf("round trip changed the document:\n%s\n%s", b, b2)
 		}
 	})
+}
+
+// PromotedTarget follows the API's transition steps: from Promoting on the
+// operator vouches for the target, never before, never for the source.
+func TestActiveSitePromotedTarget(t *testing.T) {
+	promoted := map[v1alpha1.TransitionStep]bool{v1alpha1.StepPromoting: true, v1alpha1.StepRepointingFollowers: true,
+		v1alpha1.StepDrainingSessions: true, v1alpha1.StepPublishing: true}
+	all := []v1alpha1.TransitionStep{v1alpha1.StepRecorded, v1alpha1.StepNotifyingSidecars, v1alpha1.StepFencingSource, v1alpha1.StepAwaitingSelfFence,
+		v1alpha1.StepCatchingUp, v1alpha1.StepPromoting, v1alpha1.StepRepointingFollowers, v1alpha1.StepDrainingSessions,
+		v1alpha1.StepPublishing, v1alpha1.StepRollingBack}
+	for _, step := range all {
+		a := ActiveSite{ActiveSite: "iad", Transition: &TransitionNotice{SourceSite: "iad", TargetSite: "dfw", Step: string(step)}}
+		want := ""
+		if promoted[step] {
+			want = "dfw"
+		}
+		if got := a.PromotedTarget(); got != want {
+			t.Errorf("step %s: PromotedTarget() = %q, want %q", step, got, want)
+		}
+		if a.Confirms("dfw") || a.Confirms("iad") {
+			t.Errorf("step %s: Confirms must stay false during a transition", step)
+		}
+	}
+	if got := (ActiveSite{ActiveSite: "iad"}).PromotedTarget(); got != "" {
+		t.Errorf("no transition: PromotedTarget() = %q", got)
+	}
 }

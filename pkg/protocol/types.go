@@ -206,6 +206,23 @@ func (a ActiveSite) Confirms(site string) bool {
 	return site != "" && a.ActiveSite == site && a.Transition == nil
 }
 
+// Transition steps at and after which the operator has made (or is making)
+// the target writable on purpose; the spelling is the API's TransitionStep.
+var promotedSteps = map[string]bool{"Promoting": true, "RepointingFollowers": true, "DrainingSessions": true, "Publishing": true}
+
+// PromotedTarget is the site a transition in flight is promoting: its
+// target once the operator recorded Promoting (or a later step), else "".
+// Between that write and the publication of the new active site, the
+// operator's own answer vouches for the target, so its sidecar does not
+// fence a promotion the operator is finishing. Only a polled answer may be
+// read this way: a pushed document never confirms anything.
+func (a ActiveSite) PromotedTarget() string {
+	if t := a.Transition; t != nil && promotedSteps[t.Step] {
+		return t.TargetSite
+	}
+	return ""
+}
+
 // PeerActiveSite is a sidecar's answer on PathPeerActiveSite: what it last
 // heard from the operator and whether that is still within its lease.
 type PeerActiveSite struct {

@@ -33,7 +33,7 @@ func (s *Sidecar) pollOperator(ctx context.Context) {
 			err = s.checkIdentity(a)
 		}
 		if err == nil {
-			s.recordOperator(a, sent)
+			s.recordOperator(a, sent, true)
 			return
 		}
 		if !protocol.IsNotLeader(err) {
@@ -117,7 +117,7 @@ func (s *Sidecar) Announce(a protocol.ActiveSite) error {
 	if a.Confirms(s.cfg.Site) {
 		return errPushConfirms
 	}
-	if s.recordOperator(a, s.clock()) {
+	if s.recordOperator(a, s.clock(), false) {
 		s.log.Info("operator announcement received", "activeSite", a.ActiveSite, "transition", a.Transition != nil,
 			"topologyGeneration", a.TopologyGeneration)
 	}

@@ -219,7 +219,7 @@ func (s *Sidecar) observe(ctx context.Context) {
 
 // recordOperator keeps the newer of the held answer and a, by send time, so
 // a slow poll answered after a push cannot override the push.
-func (s *Sidecar) recordOperator(a protocol.ActiveSite, sent time.Time) bool {
+func (s *Sidecar) recordOperator(a protocol.ActiveSite, sent time.Time, polled bool) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if cur := s.st.operator; cur != nil && cur.sent.After(sent) {
@@ -228,10 +228,12 @@ func (s *Sidecar) recordOperator(a protocol.ActiveSite, sent time.Time) bool {
 	if cur := s.st.operator; cur == nil || cur.answer.ActiveSite != a.ActiveSite {
 		s.st.activeSince = time.Now()
 	}
-	s.st.operator = &operatorAnswer{answer: a, sent: sent, view: fencing.View{
-		ActiveSite: a.ActiveSite, TopologyGeneration: a.TopologyGeneration,
-		Transition: a.Transition != nil, ValidUntil: sent.Add(s.cfg.LeaseTimeout),
-	}}
+	view := fencing.View{ActiveSite: a.ActiveSite, TopologyGeneration: a.TopologyGeneration,
+		Transition: a.Transition != nil, ValidUntil: sent.Add(s.cfg.LeaseTimeout)}
+	if polled {
+		view.PromotedTarget = a.PromotedTarget()
+	}
+	s.st.operator = &operatorAnswer{answer: a, sent: sent, view: view}
 	if s.st.operatorErr != "" {
 		s.log.Info("operator reachable again", "activeSite", a.ActiveSite, "topologyGeneration", a.TopologyGeneration)
 	}

@@ -13,7 +13,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/shipstream/bloodraven/pkg/apis/shipstream/v1alpha1"
+	"github.com/shipstream/bloodraven/pkg/mysql"
 	"github.com/shipstream/bloodraven/pkg/mysqlsim"
+	"github.com/shipstream/bloodraven/pkg/mysqlsim/simtest"
 	"github.com/shipstream/bloodraven/pkg/protocol"
 	"github.com/shipstream/bloodraven/pkg/sidecar"
 	"github.com/shipstream/bloodraven/pkg/sidecar/fencing"
@@ -437,5 +439,60 @@ func TestAPeersClaimNeverOutlastsTheOwnLease(t *testing.T) {
 	at := waitFenced(t, iad, bound+5*time.Second)
 	if took := at.Sub(quiet); took > bound {
 		t.Errorf("fenced %s after the peer went quiet, beyond the bound %s", took, bound)
+	}
+}
+
+// Between the operator's Promoting write and the publication of the new
+// active site, the operator's polled answer vouches for the target: its
+// sidecar keeps the promotion it is finishing, while the source stays
+// unconfirmed. A pushed document saying the same confirms nothing.
+func TestThePromotedTargetIsNotFencedBeforeItIsPublished(t *testing.T) {
+	nw := newNetwork()
+	op := startOperator(t, nw, "iad", 1)
+	sites := startSites(t, nw, op, threeSites, clusterOpts{})
+	iad, dfw := sites["iad"], sites["dfw"]
+	eventually(t, 10*time.Second, "iad confirmed", func() bool { return iad.decision() == fencing.ReasonOperatorConfirms })
+
+	start := metav1.Now()
+	op.groups.update(func(st *v1alpha1.MysqlFailoverGroupStatus) {
+		st.Transition = &v1alpha1.Transition{ID: "t1", Kind: v1alpha1.TransitionPlanned, SourceSite: "iad", TargetSite: "dfw",
+			TopologyGeneration: 2, Step: v1alpha1.StepPromoting, StartTime: start, StepTime: &start}
+	})
+	waitFenced(t, iad, 10*time.Second)
+	// The operator makes dfw writable, as the Promoting step does.
+	unfence(t, dfw)
+	eventually(t, 10*time.Second, "dfw confirmed by the operator", func() bool { return dfw.decision() == fencing.ReasonOperatorConfirms })
+	stayWritable(t, dfw, 3*interval+lease/2, "the operator is promoting it")
+
+	// A pushed announcement of the same step is not a confirmation: once
+	// the operator stops answering, dfw's own lease decides.
+	pushTransitionAt(t, dfw, "iad", "dfw", 1, v1alpha1.StepPromoting)
+	nw.isolate("dfw", "operator")
+	waitFenced(t, dfw, bound+5*time.Second)
+}
+
+// pushTransitionAt POSTs an announcement of a transition at step.
+func pushTransitionAt(t *testing.T, s *site, source, target string, gen int64, step v1alpha1.TransitionStep) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_, err := protocol.Client{}.Announce(ctx, s.addr, protocol.ActiveSite{Namespace: testNS, Group: testGroup, ActiveSite: source, TopologyGeneration: gen,
+		Transition: &protocol.TransitionNotice{ID: "t1", Kind: "Planned", SourceSite: source, TargetSite: target, TopologyGeneration: gen + 1, Step: string(step)}})
+	if err != nil {
+		t.Errorf("push to %s: %v", s.name, err)
+	}
+}
+
+// unfence makes the site's mysqld writable as the operator does.
+func unfence(t *testing.T, s *site) {
+	t.Helper()
+	c, err := mysql.Open(mysql.Options{Addr: s.sim.Addr(), User: simtest.AdminUser, Password: simtest.AdminPass, Program: "operator-stand-in"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := c.Unfence(ctx); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -56,6 +56,11 @@ type View struct {
 	TopologyGeneration int64
 	// Transition is true while the operator announces an active-site change.
 	Transition bool
+	// PromotedTarget is the site such a change is promoting (its step is
+	// Promoting or later): the operator vouches for it until it publishes
+	// it. Set only from the operator's own polled answer, never from a
+	// pushed announcement, and never counted in a peer's report.
+	PromotedTarget string
 	// ValidUntil is when the statement stops counting, on the sidecar's
 	// clock: the request's send time plus the lease timeout (operator), or
 	// plus the peer's reported remaining validity (peer).
@@ -69,6 +74,12 @@ func (v View) fresh(now time.Time) bool { return now.Before(v.ValidUntil) }
 // transition.
 func (v View) confirms(site string) bool {
 	return site != "" && v.ActiveSite == site && !v.Transition
+}
+
+// operatorConfirms is confirms for the operator's own answer, which also
+// vouches for the target of a promotion it is finishing.
+func (v View) operatorConfirms(site string) bool {
+	return v.confirms(site) || (site != "" && v.PromotedTarget == site)
 }
 
 // PeerView is a reachable peer's latest report. A peer whose own operator
@@ -129,7 +140,7 @@ func Decide(in Input) Decision {
 
 func decideConfirmation(in Input) Decision {
 	if op := in.Operator; op != nil && op.fresh(in.Now) {
-		if op.confirms(in.Site) {
+		if op.operatorConfirms(in.Site) {
 			return Decision{Reason: ReasonOperatorConfirms, ConfirmedBy: "operator", ConfirmedUntil: op.ValidUntil}
 		}
 		switch {

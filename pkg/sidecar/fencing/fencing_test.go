@@ -57,6 +57,28 @@ func TestDecideTable(t *testing.T) {
 			wantFence: true, wantUnconf: true, wantReason: ReasonOperatorAnnouncedChange,
 		},
 		{
+			name: "operator is promoting this site: it vouches for it until it publishes it",
+			in: Input{Now: at(10), Site: "dfw", Local: LocalWritable, Operator: promoting("iad", "dfw", 3, 20),
+				Peers: []PeerView{peer("sjc", true, "iad", 3, true, 30)}},
+			wantReason: ReasonOperatorConfirms, wantBy: "operator", wantUntil: 20,
+		},
+		{
+			name:      "operator is promoting another site: the source is not confirmed",
+			in:        Input{Now: at(10), Site: "iad", Local: LocalWritable, Operator: promoting("iad", "dfw", 3, 20)},
+			wantFence: true, wantUnconf: true, wantReason: ReasonOperatorAnnouncedChange,
+		},
+		{
+			name:      "a promotion vouched for expires with the operator's answer",
+			in:        Input{Now: at(21), Site: "dfw", Local: LocalWritable, Operator: promoting("iad", "dfw", 3, 20)},
+			wantFence: true, wantUnconf: true, wantReason: ReasonLeaseExpired,
+		},
+		{
+			name: "a peer's report of a promotion confirms nothing",
+			in: Input{Now: at(10), Site: "dfw", Local: LocalWritable,
+				Peers: []PeerView{{Peer: "sjc", Confirmed: true, View: View{ActiveSite: "iad", TopologyGeneration: 3, Transition: true, PromotedTarget: "dfw", ValidUntil: at(30)}}}},
+			wantFence: true, wantUnconf: true, wantReason: ReasonPeerDenies,
+		},
+		{
 			name:      "operator names no site",
 			in:        Input{Now: at(10), Site: "iad", Local: LocalWritable, Operator: op("", 0, false, 20)},
 			wantFence: true, wantUnconf: true, wantReason: ReasonOperatorNamesNoSite,
@@ -310,4 +332,12 @@ func TestRandomSequencesFencingIsSticky(t *testing.T) {
 			}
 		}
 	}
+}
+
+// promoting is an operator answer during a transition from source to target
+// at a step at or after Promoting.
+func promoting(source, target string, gen int64, validUntil float64) *View {
+	v := op(source, gen, true, validUntil)
+	v.PromotedTarget = target
+	return v
 }
