@@ -49,6 +49,9 @@ type Config struct {
 	// context ends.
 	MaxWrites int
 	Logger    *slog.Logger
+	// OnAcknowledged, if set, is called with every acknowledged write and
+	// when its acknowledgment arrived (write-pause measurements).
+	OnAcknowledged func(g gtid.GTID, at time.Time)
 }
 
 // Stats counts write attempts by outcome.
@@ -236,6 +239,9 @@ func (l *Loader) record(g gtid.GTID, o outcome, err error) {
 	case outcomeAcked:
 		l.acked = l.acked.Add(g)
 		l.stats.Acknowledged++
+		if f := l.cfg.OnAcknowledged; f != nil {
+			f(g, time.Now())
+		}
 	case outcomeRefused, outcomeRefusedNoGTID:
 		l.stats.Refused++
 	case outcomeUncertain:

@@ -39,7 +39,7 @@ type activeRouter struct {
 	wg     sync.WaitGroup
 }
 
-func newActiveRouter(t *testing.T, e *env) *activeRouter {
+func newActiveRouter(t testing.TB, e *env) *activeRouter {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
