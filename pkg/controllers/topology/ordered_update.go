@@ -91,8 +91,14 @@ func (p *pass) startHandoff(ctx context.Context, h Handoff) error {
 
 func (p *pass) announceHandoffFailure(f HandoffFailure) {
 	msg := fmt.Sprintf("the primary role was not handed to site %s: planned failover %s ended %s/%s", f.Target, f.RunID, f.Outcome, f.Reason)
-	if f.RunID == "" {
+	switch {
+	case f.RunID == "":
 		msg = "the primary role was not handed over: the planned-failover claim of the handoff is gone"
+	case f.Moved:
+		msg = fmt.Sprintf("planned failover %s ended %s/%s after publishing site %s as the active site (see status.plannedFailover.result); the ordered update goes on with the former primary as a follower",
+			f.RunID, f.Outcome, f.Reason, f.Target)
+		p.c.recorder.Event(p.g, corev1.EventTypeWarning, EventOrderedUpdateHandoffFailed, msg)
+		return
 	}
 	if !f.RetryAt.IsZero() {
 		msg += "; the ordered update retries the handoff at " + stamp(f.RetryAt)

@@ -129,6 +129,10 @@ type HandoffFailure struct {
 	Reason        v1alpha1.PlannedFailoverResultReason
 	// RetryAt is when a new handoff may start.
 	RetryAt time.Time
+	// Moved: the run did publish the target as the active site before it
+	// ended (for example promoted-unconfirmed); no new handoff is needed,
+	// but the outcome needs a human's look.
+	Moved bool
 }
 
 // Rollout is the decision for every site, in site order, and for the
@@ -291,7 +295,7 @@ func planOrdered(in RolloutInput, out *Rollout) {
 	switch {
 	case ours && claimRunning:
 		out.Phase = v1alpha1.UpdateHandingOff
-		out.note("handing the primary role from site %s to site %s: %s%s", in.Active, c.TargetSite, frozen, admissionNote(c))
+		out.note("handing the primary role from site %s to site %s: %s%s", c.SourceSite, c.TargetSite, frozen, admissionNote(c))
 	case activeOutdated && followersDone:
 		out.Phase = v1alpha1.UpdateRollingFollowers
 		planHandoff(in, out)
@@ -351,7 +355,8 @@ func noteFailure(in RolloutInput, out *Rollout) {
 		if c.Result != nil {
 			f.Outcome, f.Reason = c.Result.Outcome, c.Result.Reason
 		}
-		if c.CompletionTime != nil {
+		f.Moved = c.TargetSite == in.Active && c.SourceSite != in.Active
+		if c.CompletionTime != nil && !f.Moved {
 			f.RetryAt = c.CompletionTime.Add(HandoffRetryDelay)
 		}
 	}

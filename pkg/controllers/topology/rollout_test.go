@@ -355,6 +355,24 @@ func TestPlanRolloutOrderedUpdate(t *testing.T) {
 		}(),
 		want: want{phase: v1alpha1.UpdateHandingOff, handoff: &Handoff{Target: "pdx"}, failure: &HandoffFailure{}},
 	}, {
+		name: "a run that published the target but ended promoted-unconfirmed: reported, no retry, the former primary rolls",
+		in: func() RolloutInput {
+			in := ordered("pdx", stale("iad"), fresh("pdx"))
+			in.Phase, in.Claim = v1alpha1.UpdateHandingOff, claim(v1alpha1.PlannedFailoverFailed, "iad", "pdx", time.Second)
+			in.Claim.Result = &v1alpha1.PlannedFailoverResult{Outcome: "PromotedUnconfirmed", Reason: "PromotionFailed"}
+			return in
+		}(),
+		want: want{phase: v1alpha1.UpdateRollingFollowers,
+			failure: &HandoffFailure{RunID: "run-1", Target: "pdx", Outcome: "PromotedUnconfirmed", Reason: "PromotionFailed", Moved: true}},
+	}, {
+		name: "our handoff published the target and is confirming it: still HandingOff, nothing deleted",
+		in: func() RolloutInput {
+			in := ordered("pdx", site("iad", newH, oldH, true), fresh("pdx"))
+			in.Phase, in.Claim = v1alpha1.UpdateHandingOff, claim(v1alpha1.PlannedFailoverPublishing, "iad", "pdx", 0)
+			return in
+		}(),
+		want: want{phase: v1alpha1.UpdateHandingOff, notesHas: []string{"pod to be recreated"}},
+	}, {
 		name: "handed over: the former active site rolls",
 		in: func() RolloutInput {
 			in := ordered("pdx", stale("iad"), fresh("pdx"))
