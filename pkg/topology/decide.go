@@ -291,7 +291,7 @@ func (d *decider) reassert(active string, av *Observed) {
 		if o.Writable {
 			return // fenced first in this decision; reassert on a later one
 		}
-		extra := Divergent(o.Executed, av.Executed, av.ServerUUID)
+		extra := d.divergentFrom(o, av, active)
 		if p := d.prevSite(s.Name); p != nil && p.DivergentGTID != "" {
 			if known, err := gtid.Parse(p.DivergentGTID); err == nil {
 				extra = extra.Subtract(known)
@@ -344,7 +344,7 @@ func (d *decider) follower(s SiteSpec, active string, av *Observed) {
 	if o.Replica != nil {
 		retrieved = o.Replica.Retrieved
 	}
-	extra := Divergent(o.Executed, av.Executed, av.ServerUUID)
+	extra := d.divergentFrom(o, av, active)
 	needsClone := NeedsClone(o.Executed, retrieved, av.Executed, av.Purged) ||
 		(srcOK && o.Replica.LastIOErrno == ErrnoSourcePurged)
 	d.recordDivergence(s, st, extra, active)
@@ -367,6 +367,14 @@ func (d *decider) follower(s SiteSpec, active string, av *Observed) {
 		return
 	}
 	if needsClone {
+		if !Divergent(o.Executed, av.Executed, av.ServerUUID).IsEmpty() {
+			// It holds transactions the active site's poll did not show yet
+			// (received from it a moment later). Nothing is destroyed on a
+			// set that is not contained in the donor's: judge on the next poll.
+			st.SourceConvergenceState, st.SourceConvergenceReason = "Pending", "SourceMismatch"
+			st.Message = fmt.Sprintf("cannot catch up from site %s's binary logs (purged): cloning once its set is contained in %s's", active, active)
+			return
+		}
 		d.cloneFollower(s, st, in, active, srcOK, want)
 		return
 	}

@@ -686,3 +686,42 @@ func TestRules(t *testing.T) {
 		}
 	})
 }
+
+// A follower polled a moment after the active site may hold transactions
+// the active site's poll does not show yet. Under the active's own UUID they
+// never count; under another UUID (a client setting gtid_next, replicated
+// history) they do not count when the follower received them over its
+// channel from the active site. Anything else is divergence.
+func TestDivergenceIgnoresWhatTheActiveSiteSent(t *testing.T) {
+	const writer = "55555555-0000-4000-8000-000000000005"
+	fromActive := replicating(iadHost)
+	fromActive.Retrieved = set(expand("I:1-10") + "," + writer + ":1-6")
+	cases := []struct {
+		name string
+		pdx  SiteInput
+		want string
+	}{
+		{"received from the active site", site("pdx", false, "I:1-10,"+writer+":1-6", fromActive), ""},
+		{"not received: divergent", site("pdx", false, "I:1-10,"+writer+":1-6", replicating(iadHost)), writer + ":6"},
+		{"received from another source: divergent", site("pdx", false, "I:1-10,"+writer+":1-6", func() *Replica {
+			r := replicating("orders-dr-internal.shop.svc")
+			r.Retrieved = fromActive.Retrieved
+			return r
+		}()), writer + ":6"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			obs := steadyObs()
+			obs["iad"] = site("iad", true, "I:1-10,"+writer+":1-5", nil)
+			obs["pdx"] = c.pdx
+			d := Decide(newInput(obs, active(2, "iad")))
+			got := siteStatus(d, "pdx").DivergentGTID
+			if got != c.want {
+				t.Fatalf("divergentGtid %q, want %q", got, c.want)
+			}
+			if hasEvent(d, EventDivergentTransactionsDetected, true) != (c.want != "") {
+				t.Fatalf("events %+v", d.Events)
+			}
+		})
+	}
+}

@@ -19,6 +19,8 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/shipstream/bloodraven/pkg/apis/shipstream/v1alpha1"
 	"github.com/shipstream/bloodraven/pkg/gtid"
 	"github.com/shipstream/bloodraven/pkg/observe"
@@ -79,6 +81,10 @@ type world struct {
 	nextID int
 	// completed transition ids (exactly once).
 	completed  map[string]bool
+	// ackedOn is what clients committed on each site while it was the
+	// writable active site (a planned handoff must lose none of it).
+	ackedOn    map[string]gtid.Set
+	planned    PlannedInput
 	log        []string
 	hostToSite map[string]string
 	stats      harnessStats
@@ -89,6 +95,7 @@ type world struct {
 type harnessStats struct {
 	bootstraps, failovers, splitBrainResolutions, clones, blockedRecoveries, operatorCrashes int
 	reclonesDiscarding                                                                       int
+	plannedHandoffs, plannedRollbacks                                                        int
 }
 
 func (a *harnessStats) add(b harnessStats) {
@@ -98,12 +105,14 @@ func (a *harnessStats) add(b harnessStats) {
 	a.clones += b.clones
 	a.blockedRecoveries += b.blockedRecoveries
 	a.operatorCrashes += b.operatorCrashes
+	a.plannedHandoffs += b.plannedHandoffs
+	a.plannedRollbacks += b.plannedRollbacks
 	a.reclonesDiscarding += b.reclonesDiscarding
 }
 
 func newWorld(seed uint64) *world {
 	w := &world{r: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), now: t0, sites: map[string]*simSite{},
-		completed: map[string]bool{}, hostToSite: map[string]string{}}
+		completed: map[string]bool{}, hostToSite: map[string]string{}, ackedOn: map[string]gtid.Set{}}
 	for _, s := range fourSites {
 		w.order = append(w.order, s.Name)
 		w.sites[s.Name] = &simSite{name: s.Name, uuid: uuids[s.Name], lease: t0}
@@ -185,7 +194,7 @@ func (w *world) fault() {
 // stale client keeps writing to any writable site it still reaches.
 func (w *world) clients() {
 	if a := w.sites[w.status.ActiveSite]; a != nil && a.alive() && a.writable && w.r.IntN(2) == 0 {
-		a.commit()
+		w.ackedOn[a.name] = w.ackedOn[a.name].Add(a.commit())
 	}
 	if w.r.IntN(6) == 0 {
 		for _, n := range w.order {
@@ -294,7 +303,33 @@ func (w *world) input() Input {
 	in.NewTransitionID = fmt.Sprintf("t%d", w.nextID)
 	in.Failover = FailoverSettings{Enabled: true, Cooldown: hCooldown, SelfFenceBound: hSelfFence, Priorities: w.prio, DrainTimeout: 10 * time.Second}
 	in.Reclone = w.recloneRequest()
+	w.plannedRequest()
+	in.Status.PlannedFailover = w.status.PlannedFailover.DeepCopy()
+	in.Planned = w.planned
 	return in
+}
+
+// plannedRequest: now and then a planned failover to another
+// PrimaryCandidate is admitted (admission itself is the I/O layer's: the
+// claim appears in CatchingUp); deployment holds come and go.
+func (w *world) plannedRequest() {
+	w.planned = PlannedInput{HoldsRead: w.r.IntN(8) != 0, Holds: PlannedHolds{Held: w.r.IntN(10) == 0, EarliestExpiry: w.now.Add(10 * time.Second)}}
+	c := w.status.PlannedFailover
+	if w.status.ActiveSite == "" || w.status.Transition != nil || (c != nil && !c.Phase.IsTerminal()) || w.r.IntN(15) != 0 {
+		return
+	}
+	var targets []string
+	for _, s := range fourSites {
+		if s.Role == v1alpha1.SiteRolePrimaryCandidate && s.Name != w.status.ActiveSite {
+			targets = append(targets, s.Name)
+		}
+	}
+	now := metav1.NewTime(w.now)
+	w.nextID++
+	w.status.PlannedFailover = &v1alpha1.PlannedFailoverStatus{RunID: fmt.Sprintf("p%d", w.nextID), SourceSite: w.status.ActiveSite,
+		TargetSite: targets[w.r.IntN(len(targets))], Phase: v1alpha1.PlannedFailoverCatchingUp, PhaseTime: &now, RequestTime: &now,
+		MaxLagWait: &metav1.Duration{Duration: time.Duration(5+w.r.IntN(20)) * time.Second}}
+	w.logf("planned failover %s -> %s admitted", w.status.ActiveSite, w.status.PlannedFailover.TargetSite)
 }
 
 // recloneRequest: now and then a human asks for a reclone of a follower,
@@ -376,6 +411,13 @@ func (w *world) store(st v1alpha1.MysqlFailoverGroupStatus, check func(string, .
 				w.stats.failovers++
 			case v1alpha1.TransitionSplitBrainResolution:
 				w.stats.splitBrainResolutions++
+			case v1alpha1.TransitionPlanned:
+				w.stats.plannedHandoffs++
+				// Zero loss: everything clients committed on the source is
+				// on the target when it is published.
+				if lost := w.ackedOn[prev.Transition.SourceSite].Subtract(w.sites[prev.Transition.TargetSite].executed); !lost.IsEmpty() {
+					check("planned handoff %s -> %s lost acknowledged writes %s", prev.Transition.SourceSite, prev.Transition.TargetSite, lost.OneLine())
+				}
 			}
 			w.logf("completed %s %s -> %s gen %d", prev.Transition.Kind, prev.Transition.SourceSite, st.ActiveSite, g1)
 		}
@@ -391,6 +433,10 @@ func (w *world) store(st v1alpha1.MysqlFailoverGroupStatus, check func(string, .
 			}
 			w.checkMostAdvanced(t.TargetSite, check)
 		}
+	}
+	if c := st.PlannedFailover; c != nil && c.Phase == v1alpha1.PlannedFailoverRollingBack &&
+		(prev.PlannedFailover == nil || prev.PlannedFailover.Phase != c.Phase) {
+		w.stats.plannedRollbacks++
 	}
 	for _, p := range st.Sites {
 		if p.RecoveryState == v1alpha1.RecoveryBlocked && !w.blocked(prev, p.Name) {
@@ -465,7 +511,9 @@ func (w *world) do(a Action, check func(string, ...any)) bool {
 				check("%s repointed to %s while holding %s it lacks, unrecorded", a.Site, src, extra.OneLine())
 			}
 		}
-		s.source, s.ioRunning, s.sqlRunning, s.ioErrno, s.retrieved = src, true, true, 0, s.executed
+		// CHANGE REPLICATION SOURCE TO restarts the relay log: the channel
+		// has received nothing yet.
+		s.source, s.ioRunning, s.sqlRunning, s.ioErrno, s.retrieved = src, true, true, 0, gtid.Set{}
 	case StartReplica:
 		s.ioRunning, s.sqlRunning, s.ioErrno = true, true, 0
 	case CatchUp:
@@ -651,7 +699,8 @@ func TestInvariantHarness(t *testing.T) {
 	}
 	t.Logf("%d sequences of %d steps in %s (%.0f sequences/s on %d workers), %d failed; exercised %+v",
 		n, hStepsPerSq, el.Round(time.Millisecond), float64(n)/el.Seconds(), workers, len(failed), total)
-	if n >= 1000 && (total.failovers == 0 || total.bootstraps == 0 || total.operatorCrashes == 0 || total.splitBrainResolutions == 0 || total.reclonesDiscarding == 0) {
+	if n >= 1000 && (total.failovers == 0 || total.bootstraps == 0 || total.operatorCrashes == 0 || total.splitBrainResolutions == 0 || total.reclonesDiscarding == 0 ||
+		total.plannedHandoffs == 0 || total.plannedRollbacks == 0) {
 		t.Errorf("the sequences no longer reach every path: %+v", total)
 	}
 }

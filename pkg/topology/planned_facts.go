@@ -41,7 +41,7 @@ func PlannedTargetStateOf(in Input, target string) PlannedTargetState {
 			s.Lagging = fmt.Sprintf("target site %s is %ds behind (spec.replication.maxLagSeconds %d)", target, *r.SecondsBehindSource, in.MaxLagSeconds)
 		}
 		if a, ok := in.Observed[active]; ok && a.Fresh && a.Last != nil {
-			if extra := Divergent(o.Last.Executed, a.Last.Executed, a.Last.ServerUUID); !extra.IsEmpty() {
+			if extra := divergentFrom(in.Namespace, in.Group, o.Last, a.Last, active); !extra.IsEmpty() {
 				s.Diverged = fmt.Sprintf("target site %s holds %d transactions the active site %s lacks (%s)", target, extra.Count(), active, extra.OneLine())
 			}
 		}

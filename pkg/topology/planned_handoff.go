@@ -279,7 +279,7 @@ func (d *decider) targetCaughtUp(c *v1alpha1.PlannedFailoverStatus) (bool, strin
 	case tv.Replica == nil || tv.Replica.IORunning != "Yes" || !tv.Replica.SQLRunning || !SameHost(tv.Replica.SourceHost, SourceHost(d.in.Namespace, d.in.Group, c.SourceSite)):
 		return false, fmt.Sprintf("target site %s is not replicating from %s", c.TargetSite, c.SourceSite)
 	}
-	if extra := Divergent(tv.Executed, sv.Executed, sv.ServerUUID); !extra.IsEmpty() {
+	if extra := d.divergentFrom(tv, sv, c.SourceSite); !extra.IsEmpty() {
 		return false, fmt.Sprintf("target site %s holds %d transactions %s lacks (%s)", c.TargetSite, extra.Count(), c.SourceSite, extra.OneLine())
 	}
 	lag := tv.Replica.SecondsBehindSource

@@ -160,7 +160,7 @@ func (d *decider) validateReclone(rq *RecloneInput, active string, av *Observed)
 	if o.Writable {
 		return "", gtid.Set{}, "", fmt.Errorf("site %s is writable; it is fenced first, request the reclone again once it is", r.Site)
 	}
-	extra := Divergent(o.Executed, av.Executed, av.ServerUUID)
+	extra := d.divergentFrom(o, av, active)
 	var detector v1alpha1.DivergenceDetector
 	if p := d.prevSite(r.Site); p != nil {
 		detector = p.DivergenceDetectedBy

@@ -43,6 +43,27 @@ func Divergent(follower, active gtid.Set, activeUUID string) gtid.Set {
 	return extra.Subtract(own)
 }
 
+// divergentFrom is what a follower executed that the active site lacks
+// (Divergent), less what it received over a channel from the active site
+// itself: the active site had those, and only a poll of it taken a moment
+// before the follower's does not show them yet. (GTIDs under the active's
+// own UUID are covered by Divergent; this covers transactions the active
+// site applied under other UUIDs, such as its own replicated history or a
+// client that sets gtid_next.) A relay log restarts when the source
+// changes, so Retrieved_Gtid_Set of a channel to the active site holds
+// nothing from elsewhere.
+func (d *decider) divergentFrom(o, av *Observed, active string) gtid.Set {
+	return divergentFrom(d.in.Namespace, d.in.Group, o, av, active)
+}
+
+func divergentFrom(namespace, group string, o, av *Observed, active string) gtid.Set {
+	extra := Divergent(o.Executed, av.Executed, av.ServerUUID)
+	if r := o.Replica; r != nil && !extra.IsEmpty() && r.SourcePort == SourcePort && SameHost(r.SourceHost, SourceHost(namespace, group, active)) {
+		extra = extra.Subtract(r.Retrieved)
+	}
+	return extra
+}
+
 // NeedsClone reports whether a follower can no longer catch up from the
 // source's binary logs: some transaction it neither executed nor received
 // is already purged on the source.

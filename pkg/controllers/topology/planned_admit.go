@@ -62,14 +62,21 @@ func (a *PlannedAdmitter) Step(ctx context.Context, g *v1alpha1.MysqlFailoverGro
 		return g, 0, nil
 	}
 	now := a.Now()
-	if claim.Phase == v1alpha1.PlannedFailoverDeferred && claim.Admission != nil && claim.Admission.RetryAfter != nil &&
-		now.Before(claim.Admission.RetryAfter.Time) {
+	waiting := claim.Phase == v1alpha1.PlannedFailoverDeferred && claim.Admission != nil && claim.Admission.RetryAfter != nil &&
+		now.Before(claim.Admission.RetryAfter.Time)
+	if waiting && claim.Admission.DeferReason != topology.PlannedDeferDeploymentHold {
 		return g, claim.Admission.RetryAfter.Sub(now), nil
 	}
 	// The claim is stored, so the hold query is sound (docs/deploy-api.md).
 	hs, err := a.Holds(ctx, deploylease.GroupRef{Namespace: g.Namespace, Name: g.Name, UID: g.UID}, g.Status.TopologyGeneration)
 	if err != nil {
 		return g, 0, fmt.Errorf("read failover holds: %w", err)
+	}
+	if waiting && hs.Held {
+		// Still held: retryAfter stands (a hold renewed meanwhile is seen
+		// at retryAfter). A hold released early ends the wait on the next
+		// call (the manager calls every pass).
+		return g, claim.Admission.RetryAfter.Sub(now), nil
 	}
 	v := topology.AdmitPlanned(admissionInput(g, *claim, f, hs, now))
 	next := topology.ApplyPlannedAdmission(*claim, v, now)
