@@ -80,7 +80,7 @@ type world struct {
 	prio   []string
 	nextID int
 	// completed transition ids (exactly once).
-	completed  map[string]bool
+	completed map[string]bool
 	// ackedOn is what clients committed on each site while it was the
 	// writable active site (a planned handoff must lose none of it).
 	ackedOn    map[string]gtid.Set
