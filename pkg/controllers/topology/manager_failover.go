@@ -121,8 +121,9 @@ func (p *mpass) evictSessions(ctx context.Context, site string) error {
 // covered by the self-fence deadline the promotion waits for.
 func (p *mpass) notifySidecars(ctx context.Context) error {
 	// Without a transition (a planned failover rolled back) the document
-	// confirms the active site again, so its sidecar stops fencing it
-	// without waiting for its next poll.
+	// tells the peers at once that the change is over, so they confirm the
+	// active site again; the active site's own sidecar refuses a pushed
+	// confirmation by design (409) and learns it from its next poll.
 	doc := protocol.ActiveSite{Namespace: p.g.Namespace, Group: p.g.Name, ActiveSite: p.g.Status.ActiveSite,
 		TopologyGeneration: p.g.Status.TopologyGeneration}
 	if t := p.g.Status.Transition; t != nil {
