@@ -293,17 +293,7 @@ func (d *decider) finishFailover(t *v1alpha1.Transition, tv *Observed) {
 		d.waiting = fmt.Sprintf("failover to %s: making it writable", target)
 		return
 	}
-	lf := d.out.Status.LastFailover
-	if lf == nil || lf.Target != target {
-		lf = &v1alpha1.LastFailover{Target: target, Source: src, Kind: t.Kind}
-	}
-	lf = lf.DeepCopy()
-	lf.Time = metav1.NewTime(d.in.Now)
-	d.out.Status.LastFailover = lf
-	d.out.Status.ActiveSite = target
-	d.out.Status.TopologyGeneration = t.TopologyGeneration
-	d.out.Status.Transition = nil
-	d.out.WriteFirst = true
+	lf := d.publish(t)
 	d.event(false, EventFailoverSucceeded, "site %s is the active site (was %s); topologyGeneration is %d; promoted at %s",
 		target, src, t.TopologyGeneration, lf.PromotionGTIDExecuted)
 	if lf.PossiblyLostGTID != "" {
@@ -311,4 +301,22 @@ func (d *decider) finishFailover(t *v1alpha1.Transition, tv *Observed) {
 			target, src, lf.PossiblyLostGTID)
 	}
 	d.steady(target)
+}
+
+// publish completes a promoted transition in one write-first status:
+// lastFailover stamped with the publication time, the target as the active
+// site, the transition's generation, and the intent cleared.
+func (d *decider) publish(t *v1alpha1.Transition) *v1alpha1.LastFailover {
+	lf := d.out.Status.LastFailover
+	if lf == nil || lf.Target != t.TargetSite {
+		lf = &v1alpha1.LastFailover{Target: t.TargetSite, Source: t.SourceSite, Kind: t.Kind}
+	}
+	lf = lf.DeepCopy()
+	lf.Time = metav1.NewTime(d.in.Now)
+	d.out.Status.LastFailover = lf
+	d.out.Status.ActiveSite = t.TargetSite
+	d.out.Status.TopologyGeneration = t.TopologyGeneration
+	d.out.Status.Transition = nil
+	d.out.WriteFirst = true
+	return lf
 }

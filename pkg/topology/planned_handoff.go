@@ -382,17 +382,7 @@ func (d *decider) plannedPromote(t *v1alpha1.Transition, c *v1alpha1.PlannedFail
 		d.waiting = fmt.Sprintf("planned failover to %s: fencing %s again before publishing", target, src)
 		return
 	}
-	lf := d.out.Status.LastFailover
-	if lf == nil || lf.Target != target {
-		lf = &v1alpha1.LastFailover{Target: target, Source: src, Kind: t.Kind}
-	}
-	lf = lf.DeepCopy()
-	lf.Time = metav1.NewTime(d.in.Now)
-	d.out.Status.LastFailover = lf
-	d.out.Status.ActiveSite = target
-	d.out.Status.TopologyGeneration = t.TopologyGeneration
-	d.out.Status.Transition = nil
-	d.out.WriteFirst = true
+	lf := d.publish(t)
 	if c != nil {
 		d.claimPhase(c, v1alpha1.PlannedFailoverPublishing)
 	}
