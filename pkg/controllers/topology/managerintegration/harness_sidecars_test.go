@@ -138,6 +138,17 @@ type harnessSite struct {
 	frozen    atomic.Bool
 	thawedAt  atomic.Int64 // unix nanos of the last thaw
 	isolation atomic.Int32 // 0 none, 1 from the operator, 2 from the operator and the peers
+	healedAt  atomic.Int64 // unix nanos of the last healAll
+}
+
+// reachableFor is how long the operator has been able to reach s's mysqld
+// (running, not frozen, not isolated); zero when it cannot.
+func (f *fabric) reachableFor(s string, now time.Time) time.Duration {
+	hs := f.sites[s]
+	if hs.frozen.Load() || hs.isolation.Load() != 0 || !hs.sim.Running() {
+		return 0
+	}
+	return now.Sub(time.Unix(0, hs.healedAt.Load()))
 }
 
 // fabric is one harness sequence's sites, sidecars, links and operator.
@@ -313,6 +324,7 @@ func (f *fabric) healAll() {
 		if !hs.sim.Running() {
 			_ = hs.sim.Restart()
 		}
+		hs.healedAt.Store(time.Now().UnixNano())
 	}
 }
 
