@@ -159,6 +159,8 @@ type fabric struct {
 	sites map[string]*harnessSite
 	order []string
 	op    *operatorRun
+	// operatorDown is set while no operator process runs.
+	operatorDown atomic.Bool
 }
 
 // newFabric starts, per site, a simulated mysqld and the real sidecar, and
@@ -261,6 +263,7 @@ func (f *fabric) startOperator() {
 		IsLeader: func() bool { return true }, // one operator process at a time here
 	}))
 	f.op = op
+	f.operatorDown.Store(false)
 }
 
 // stopOperator ends the operator run as a dying process: its auxiliary
@@ -274,6 +277,7 @@ func (f *fabric) stopOperator() {
 	defer timer.Stop()
 	f.op.informers.Shipstream[f.e.ns].WaitForCacheSync(timeout)
 	f.op.informers.Kube[f.e.ns].WaitForCacheSync(timeout)
+	f.operatorDown.Store(true)
 	f.aux.current.Store(nil)
 	f.op.kill()
 	f.op.stop()

@@ -76,7 +76,7 @@ func TestRealInvariantHarness(t *testing.T) {
 	wg.Wait()
 	totals.mu.Lock()
 	defer totals.mu.Unlock()
-	t.Logf("%d real sequences, %d at a time, in %s: %d faults (%d partitions), %d failovers (%d with an avoidable loss), %d sidecar self-fences, %d reclones, %d acknowledged writes (%d not kept)",
+	t.Logf("%d real sequences, %d at a time, in %s: %d faults (%d partitions), %d failovers (%d with an avoidable loss), %d fenced by their sidecar while cut off from the operator, %d reclones, %d acknowledged writes (%d not kept)",
 		n, par, time.Since(start).Round(time.Second), totals.faults, totals.partitions, totals.failovers, totals.avoidable,
 		totals.selfFences, totals.reclones, totals.acked, totals.notKept)
 }
@@ -86,7 +86,7 @@ var totals struct {
 	mu                                       sync.Mutex
 	faults, partitions, failovers, avoidable int
 	reclones, acked, notKept                 int
-	selfFences                               int64
+	selfFences                               int
 }
 
 func envInt(t *testing.T, name string, def int) int {
@@ -156,6 +156,7 @@ type harnessRun struct {
 	failovers    int
 	reclones     int
 	avoidable    int // promotions that discarded what a reachable old primary held
+	selfFenced   int // writable sites fenced while the operator could not reach them
 	faults       []string
 }
 
@@ -471,12 +472,7 @@ func (h *harnessRun) report() {
 				h.seed, n, s, g.Status.ActiveSite, reported[s])
 		}
 	}
-	var selfFences int64
-	for _, hs := range h.f.sites {
-		if fs := hs.sc.Status().Fencing; fs != nil {
-			selfFences += fs.SelfFenceCount
-		}
-	}
+	selfFences := h.selfFenced
 	totals.mu.Lock()
 	totals.faults += len(h.faults)
 	for _, fault := range h.faults {
@@ -491,13 +487,17 @@ func (h *harnessRun) report() {
 	totals.notKept += total
 	totals.selfFences += selfFences
 	totals.mu.Unlock()
-	h.t.Logf("seed %d: faults %s; %d acknowledged writes, %d not kept (reported), %d failovers (%d with an avoidable loss), %d sidecar self-fences, %d reclones, generation %d, active %s",
+	h.t.Logf("seed %d: faults %s; %d acknowledged writes, %d not kept (reported), %d failovers (%d with an avoidable loss), %d fenced by their sidecar while cut off from the operator, %d reclones, generation %d, active %s",
 		h.seed, strings.Join(h.faults, "; "), len(h.acked), total, h.failovers, h.avoidable, selfFences, h.reclones, g.Status.TopologyGeneration, g.Status.ActiveSite)
 }
 
 // checkWriters samples the simulators' truth (invariant 1).
+// It also counts the sidecars' fences that mattered: a writable site
+// turning read-only while the operator could not have done it (the site was
+// cut off from it, or no operator ran).
 func (h *harnessRun) checkWriters(ctx context.Context) {
 	reported := ""
+	writable := map[string]bool{}
 	for ctx.Err() == nil {
 		now := time.Now()
 		var writers []string
@@ -505,6 +505,14 @@ func (h *harnessRun) checkWriters(ctx context.Context) {
 			if h.f.serving(s, now) {
 				writers = append(writers, s)
 			}
+			snap := h.f.sites[s].sim.Snapshot()
+			w := snap.Running && !snap.ReadOnly
+			if writable[s] && !w && snap.Running && (h.f.sites[s].isolation.Load() != 0 || h.f.operatorDown.Load()) {
+				h.mu.Lock()
+				h.selfFenced++
+				h.mu.Unlock()
+			}
+			writable[s] = w
 		}
 		if w := strings.Join(writers, ","); len(writers) > 1 && w != reported {
 			h.violate("invariant 1: sites %v take writes at once", writers)
