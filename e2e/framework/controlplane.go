@@ -205,7 +205,7 @@ func (cp *ControlPlane) startAPIServer(ctx context.Context, certs *pki, etcdURL 
 		"--cert-dir="+filepath.Join(cp.Dir, "apiserver-certs"),
 		"--tls-cert-file="+certs.servingCert,
 		"--tls-private-key-file="+certs.servingKey,
-		"--service-cluster-ip-range=10.0.0.0/24",
+		"--service-cluster-ip-range=10.0.0.0/16", // room for the Services of a whole test package: without kube-controller-manager deleted namespaces keep theirs
 		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
 		"--service-account-key-file="+certs.serviceAccountPub,
 		"--service-account-signing-key-file="+certs.serviceAccountKey,

@@ -146,6 +146,12 @@ func (l *Loop) processNext(ctx context.Context) bool {
 	switch {
 	case err != nil:
 		l.queue.AddRateLimited(key)
+		if res.RequeueAfter > 0 {
+			// A failure in one part of a reconcile (a Service the API server
+			// refuses) must not stretch the cadence the rest asked for (the
+			// topology manager's polls): whichever comes first runs.
+			l.queue.AddAfter(key, res.RequeueAfter)
+		}
 		level := slog.LevelError
 		if apierrors.IsConflict(err) {
 			// A stale read lost an optimistic-concurrency race: routine, retried.

@@ -85,6 +85,20 @@ func TestErrorsRequeueWithBackoffUntilSuccess(t *testing.T) {
 	}
 }
 
+// A reconcile that fails yet asks to be polled again is polled at that
+// cadence, not only at the failure backoff (which here grows to a minute).
+func TestFailingReconcileKeepsItsPollCadence(t *testing.T) {
+	var n atomic.Int32
+	slow := workqueue.NewTypedItemExponentialFailureRateLimiter[Key](time.Minute, time.Hour)
+	l, _ := New(Options{Name: "t-fail-poll", RateLimiter: slow, Reconcile: func(ctx context.Context, k Key) (Result, error) {
+		n.Add(1)
+		return Result{RequeueAfter: 20 * time.Millisecond}, errors.New("a Service could not be created")
+	}})
+	runLoop(t, l)
+	l.Enqueue(cache.NewObjectName("ns", "a"))
+	waitFor(t, "five polls despite the errors", func() bool { return n.Load() >= 5 })
+}
+
 func TestRequeueAfterPolls(t *testing.T) {
 	var n atomic.Int32
 	l, _ := New(Options{Name: "t-poll", RateLimiter: fastLimiter(), Reconcile: func(ctx context.Context, k Key) (Result, error) {
