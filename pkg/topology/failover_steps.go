@@ -230,6 +230,9 @@ func (d *decider) continueFailover(t *v1alpha1.Transition) {
 			return
 		}
 	}
+	if !promoted(t.Step) && d.oldPrimaryBackWithMore(t, tv) {
+		return
+	}
 	if tv == nil {
 		if !promoted(t.Step) && d.in.Observed[target].Reach == observe.Unreachable {
 			d.out.Status.Transition = nil
@@ -277,11 +280,35 @@ func (d *decider) catchUp(t *v1alpha1.Transition, tv *Observed) {
 		d.waiting = fmt.Sprintf("failover to %s: waiting for %s's self-fence deadline", target, src)
 		return
 	}
+	if d.overtaken(t, tv) {
+		return
+	}
 	nt := d.step(t, v1alpha1.StepPromoting)
 	lost := d.seenOn(src).Subtract(tv.Executed)
 	d.out.Status.LastFailover = &v1alpha1.LastFailover{Time: *nt.StepTime, Target: target, Source: src, Kind: t.Kind,
 		PromotionGTIDExecuted: tv.Executed.OneLine(), PossiblyLostGTID: lost.OneLine()}
 	d.act(Action{Kind: MakeWritable, Site: target, ResetReplication: r != nil, Why: fmt.Sprintf("failover from unreachable %s", src)})
+	d.stopReceiversFrom(src, target)
+}
+
+// StopReceiver stops a follower's receiver (its applier goes on), so that
+// it takes nothing more from a source that is being replaced.
+const StopReceiver ActionKind = "StopReceiver"
+
+// stopReceiversFrom stops, at the promotion, the receivers of the other
+// followers that still replicate from the old primary: should it come back
+// before they are repointed, they would fetch writes the new primary never
+// had and turn divergent.
+func (d *decider) stopReceiversFrom(src, target string) {
+	host := SourceHost(d.in.Namespace, d.in.Group, src)
+	for _, s := range d.in.Sites {
+		if s.Name == src || s.Name == target {
+			continue
+		}
+		if o := d.view(s.Name); o != nil && o.Replica != nil && o.Replica.IORunning != "No" && SameHost(o.Replica.SourceHost, host) {
+			d.act(Action{Kind: StopReceiver, Site: s.Name, Why: fmt.Sprintf("%s replaces %s as the source", target, src)})
+		}
+	}
 }
 
 // finishFailover makes sure the promoted candidate is writable, then
@@ -319,4 +346,65 @@ func (d *decider) publish(t *v1alpha1.Transition) *v1alpha1.LastFailover {
 	d.out.Status.Transition = nil
 	d.out.WriteFirst = true
 	return lf
+}
+
+// oldPrimaryBackWithMore abandons a failover not yet promoted when the old
+// primary answers again holding transactions the candidate has neither
+// applied nor received: promoting now would drop writes that sit on a
+// reachable site. Its latest answer counts even before recoveryThreshold
+// makes it trusted again: abandoning promotes nothing, and nothing is
+// made writable on that answer (the old primary stays the active site and
+// is reasserted only once trusted, under the usual rule). A writable old
+// primary is not fenced here for the same reason; it is the active site.
+// It reports whether it abandoned.
+func (d *decider) oldPrimaryBackWithMore(t *v1alpha1.Transition, tv *Observed) bool {
+	si := d.in.Observed[t.SourceSite]
+	if !si.Fresh || si.Last == nil || tv == nil {
+		return false
+	}
+	lost := si.Last.Executed.Subtract(withRetrieved(tv))
+	if lost.IsEmpty() {
+		return false
+	}
+	d.abandonFailover(t, fmt.Sprintf("%s answers again and holds %d transactions %s lacks (%s); it stays the active site",
+		t.SourceSite, lost.Count(), t.TargetSite, lost.OneLine()))
+	return true
+}
+
+// overtaken reports (and abandons the failover for) another reachable
+// PrimaryCandidate that now holds transactions the candidate lacks, for
+// example fetched from the old primary after the candidate stopped its
+// receiver: promoting the candidate would drop them. The next decision
+// chooses again.
+func (d *decider) overtaken(t *v1alpha1.Transition, tv *Observed) bool {
+	have := withRetrieved(tv)
+	for _, s := range d.in.Sites {
+		if s.Name == t.SourceSite || s.Name == t.TargetSite || s.Role != v1alpha1.SiteRolePrimaryCandidate {
+			continue
+		}
+		o := d.view(s.Name)
+		if o == nil {
+			continue
+		}
+		if more := withRetrieved(o).Subtract(have); !more.IsEmpty() {
+			d.abandonFailover(t, fmt.Sprintf("site %s now holds %d transactions %s lacks (%s); the candidate is chosen again",
+				s.Name, more.Count(), t.TargetSite, more.OneLine()))
+			return true
+		}
+	}
+	return false
+}
+
+func withRetrieved(o *Observed) gtid.Set {
+	if o.Replica != nil {
+		return o.Executed.Union(o.Replica.Retrieved)
+	}
+	return o.Executed
+}
+
+func (d *decider) abandonFailover(t *v1alpha1.Transition, why string) {
+	d.out.Status.Transition = nil
+	d.out.WriteFirst = true
+	d.waiting = fmt.Sprintf("failover to %s abandoned", t.TargetSite)
+	d.event(true, EventFailoverAborted, "failover from %s to %s abandoned before promotion: %s", t.SourceSite, t.TargetSite, why)
 }

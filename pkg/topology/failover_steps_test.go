@@ -159,7 +159,9 @@ func TestFailoverSteps(t *testing.T) {
 		in := failoverInput(obs, inFailover(v1alpha1.StepCatchingUp))
 		in.Now = t0.Add(time.Minute)
 		d := Decide(in)
-		if d.Status.Transition.Step != v1alpha1.StepPromoting || !d.WriteFirst || strings.Join(actions(d), ",") != "MakeWritable pdx" || !d.Actions[0].ResetReplication {
+		// The other followers of iad stop receiving from it: should it come
+		// back before they are repointed, they must not fetch its writes.
+		if d.Status.Transition.Step != v1alpha1.StepPromoting || !d.WriteFirst || strings.Join(actions(d), ",") != "MakeWritable pdx,StopReceiver dr,StopReceiver reader" || !d.Actions[0].ResetReplication {
 			t.Fatalf("step %s actions %+v", d.Status.Transition.Step, d.Actions)
 		}
 		lf := d.Status.LastFailover
@@ -291,4 +293,86 @@ func TestReturningOldPrimaryWithLostWrites(t *testing.T) {
 	if c := cond(healed, v1alpha1.ConditionRecoveryPending); c.Status != metav1.ConditionFalse || !hasEvent(healed, EventOldPrimaryRecovered, false) {
 		t.Fatalf("RecoveryPending %+v events %+v", c, healed.Events)
 	}
+}
+
+// The old primary answers again before the promotion, fenced by its sidecar,
+// holding writes the candidate never received: the failover is abandoned
+// (nothing is promoted) and the old primary stays the active site; with
+// nothing the candidate lacks, the failover goes on.
+func TestFailoverAbandonedWhenTheOldPrimaryReturnsWithMore(t *testing.T) {
+	for _, step := range []v1alpha1.TransitionStep{v1alpha1.StepAwaitingSelfFence, v1alpha1.StepCatchingUp} {
+		t.Run(string(step), func(t *testing.T) {
+			obs := steadyObs()
+			obs["iad"] = site("iad", false, "I:1-25", nil) // back, read-only, 15 more writes
+			obs["pdx"] = site("pdx", false, "I:1-10", replicating(iadHost))
+			d := Decide(failoverInput(obs, inFailover(step)))
+			if d.Status.Transition != nil || !d.WriteFirst || d.Status.ActiveSite != "iad" || d.Status.TopologyGeneration != 3 {
+				t.Fatalf("transition %+v active %s gen %d", d.Status.Transition, d.Status.ActiveSite, d.Status.TopologyGeneration)
+			}
+			for _, a := range d.Actions {
+				if a.Kind == MakeWritable {
+					t.Fatalf("made %s writable while abandoning", a.Site)
+				}
+			}
+			if !hasEvent(d, EventFailoverAborted, true) {
+				t.Fatalf("events %+v", d.Events)
+			}
+			// The next decision reasserts the old primary.
+			again := Decide(failoverInput(obs, d.Status))
+			if got := strings.Join(actions(again), ","); !strings.Contains(got, "MakeWritable iad") {
+				t.Fatalf("next decision: %s", got)
+			}
+		})
+	}
+	t.Run("answering again but not trusted yet: its answer still stops the promotion", func(t *testing.T) {
+		obs := steadyObs()
+		back := site("iad", true, "I:1-25", nil)
+		back.Reach = observe.Unreachable // one good poll after failureThreshold failures
+		obs["iad"] = back
+		r := replicating(iadHost)
+		r.IORunning = "No"
+		obs["pdx"] = site("pdx", false, "I:1-10", r)
+		in := failoverInput(obs, inFailover(v1alpha1.StepCatchingUp))
+		in.Now = t0.Add(time.Minute)
+		d := Decide(in)
+		if d.Status.Transition != nil || len(d.Actions) != 0 {
+			t.Fatalf("transition %+v actions %v", d.Status.Transition, actions(d))
+		}
+	})
+	t.Run("another candidate overtook the chosen one: chosen again", func(t *testing.T) {
+		obs := iadDown()
+		r := replicating(iadHost)
+		r.IORunning = "No"
+		obs["pdx"] = site("pdx", false, "I:1-10", r)
+		more := replicating(iadHost)
+		more.Retrieved = set(expand("I:1-14"))
+		sites := append([]SiteSpec{}, fourSites...)
+		sites[2].Role = v1alpha1.SiteRolePrimaryCandidate // dr takes part
+		obs["dr"] = site("dr", false, "I:1-12", more)
+		in := failoverInput(obs, inFailover(v1alpha1.StepCatchingUp))
+		in.Sites = sites
+		in.Now = t0.Add(time.Minute)
+		d := Decide(in)
+		if d.Status.Transition != nil || !hasEvent(d, EventFailoverAborted, true) {
+			t.Fatalf("transition %+v events %+v", d.Status.Transition, d.Events)
+		}
+		in = failoverInput(obs, d.Status)
+		in.Sites = sites
+		in.Now = t0.Add(time.Minute + time.Second)
+		again := Decide(in)
+		if tr := again.Status.Transition; tr == nil || tr.TargetSite != "dr" {
+			t.Fatalf("chosen again: %+v", tr)
+		}
+	})
+	t.Run("nothing the candidate lacks: the failover goes on", func(t *testing.T) {
+		obs := steadyObs()
+		obs["iad"] = site("iad", false, "I:1-10", nil)
+		r := replicating(iadHost)
+		r.IORunning = "No"
+		obs["pdx"] = site("pdx", false, "I:1-10", r)
+		d := Decide(failoverInput(obs, inFailover(v1alpha1.StepCatchingUp)))
+		if d.Status.Transition == nil || d.Status.Transition.Step != v1alpha1.StepPromoting || !strings.Contains(strings.Join(actions(d), ","), "MakeWritable pdx") {
+			t.Fatalf("transition %+v actions %v", d.Status.Transition, actions(d))
+		}
+	})
 }

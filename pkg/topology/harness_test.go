@@ -516,6 +516,8 @@ func (w *world) do(a Action, check func(string, ...any)) bool {
 		s.source, s.ioRunning, s.sqlRunning, s.ioErrno, s.retrieved = src, true, true, 0, gtid.Set{}
 	case StartReplica:
 		s.ioRunning, s.sqlRunning, s.ioErrno = true, true, 0
+	case StopReceiver:
+		s.ioRunning = false
 	case CatchUp:
 		s.ioRunning = false
 		s.executed = s.executed.Union(s.retrieved)

@@ -165,6 +165,12 @@ func (p *mpass) do(ctx context.Context, a topology.Action) error {
 			return err
 		}
 		p.recordf(corev1.EventTypeNormal, topology.EventFollowerRepointed, "site %s now replicates from %s:%d: %s", a.Site, a.SourceHost, a.SourcePort, a.Why)
+	case topology.StopReceiver:
+		if err := c.StopReplicaIOThread(actx); err != nil {
+			log.Error("stop receiver failed", "err", err.Error())
+			return err
+		}
+		log.Info("receiver stopped", "why", a.Why)
 	case topology.StartReplica:
 		if err := c.StartReplica(actx); err != nil {
 			log.Error("start replica failed", "err", err.Error())

@@ -653,10 +653,8 @@ func (h *harnessRun) checkPromotion(lf *v1alpha1.LastFailover) {
 // primary has been reachable for a while (the operator polled it several
 // times since it came back, fenced) and holds transactions the promoted set
 // lacks, the failover discards data it could have fetched from it. The
-// loss is reported (possiblyLostGtid, then RecoveryBlocked), so invariant 4
-// holds; whether it was avoidable is a known gap of the failover decision
-// (the candidate-loss guard is judged only when the intent is recorded).
-// Logged; HARNESS_REAL_STRICT_LOSS=1 makes it a failure.
+// failover decision abandons a promotion in that case (and when another
+// candidate overtook the chosen one), so such a promotion is a failure.
 func (h *harnessRun) checkAvoidableLoss(source string, lf *v1alpha1.LastFailover) {
 	if h.f.reachableFor(source, time.Now()) < time.Second {
 		return
@@ -674,16 +672,12 @@ func (h *harnessRun) checkAvoidableLoss(source string, lf *v1alpha1.LastFailover
 }
 
 // avoidableLoss records a promotion that discarded transactions a reachable
-// site held: logged, a failure with HARNESS_REAL_STRICT_LOSS=1.
+// site held: a failure.
 func (h *harnessRun) avoidableLoss(msg string) {
 	h.mu.Lock()
 	h.avoidable++
 	h.mu.Unlock()
-	if os.Getenv("HARNESS_REAL_STRICT_LOSS") == "1" {
-		h.violate("avoidable loss: %s", msg)
-		return
-	}
-	h.t.Log("avoidable loss: " + msg)
+	h.violate("avoidable loss: %s", msg)
 }
 
 // writeLoad writes through the published active site, one database per
