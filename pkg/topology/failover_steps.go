@@ -133,6 +133,14 @@ func (d *decider) startFailover(active string) bool {
 	}
 	due, why := FailoverDue(FailoverTrigger{Now: d.in.Now, ActiveReach: d.in.Observed[active].Reach, LastFailover: last,
 		Cooldown: d.in.Failover.Cooldown, Held: d.in.Status.AutomaticFailoverHold != nil})
+	if due && d.in.Observed[active].SidecarHealthy {
+		// The second source: mysqld answers its sidecar, which the operator
+		// reaches. Clients may well reach it too; promoting another site
+		// would only be safe after its sidecar fenced it, which it does not
+		// while the operator confirms it. Should the sidecar lose the
+		// operator as well, it is no longer heard and this no longer holds.
+		due, why = false, "its sidecar answers and reports mysqld healthy: the operator is cut off from mysqld by the network, the site is not dead (fix the network path between the operator and the site's mysqld port)"
+	}
 	if !due {
 		if why != "" {
 			d.refuseFailover(active, why)

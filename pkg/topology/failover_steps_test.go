@@ -54,6 +54,22 @@ func TestFailoverStart(t *testing.T) {
 		t.Fatalf("events %+v", d.Events)
 	}
 
+	t.Run("mysqld unreachable but its sidecar reports it healthy: a network problem, not failed over", func(t *testing.T) {
+		obs := iadDown()
+		iad := obs["iad"]
+		iad.SidecarHealthy = true
+		obs["iad"] = iad
+		d := Decide(failoverInput(obs, active(3, "iad")))
+		if d.Status.Transition != nil || len(d.Actions) != 0 {
+			t.Fatalf("failed over a site its sidecar reports healthy: %+v %v", d.Status.Transition, actions(d))
+		}
+		if g := cond(d, v1alpha1.ConditionDegraded); g.Reason != v1alpha1.ReasonFailoverRefused || !strings.Contains(g.Message, "sidecar") {
+			t.Fatalf("Degraded %+v", g)
+		}
+		if m := siteStatus(d, "iad").Message; !strings.Contains(m, "network problem") {
+			t.Fatalf("site message %q", m)
+		}
+	})
 	t.Run("inside the cooldown: refused, Degraded says why", func(t *testing.T) {
 		st := active(3, "iad")
 		st.LastFailover = &v1alpha1.LastFailover{Time: metav1.NewTime(t0.Add(-time.Minute)), Target: "iad"}

@@ -79,6 +79,11 @@ type SiteInput struct {
 	Last *Observed
 	// PollError is the latest poll's error, for messages.
 	PollError string
+	// SidecarHealthy: the latest poll of mysqld failed, but the site's
+	// sidecar answered the operator at the same time and reports its local
+	// mysqld healthy (protocol.SiteStatus.ReportsHealthyMySQL): the operator
+	// is cut off from mysqld by the network, the site is not dead.
+	SidecarHealthy bool
 	Clone     CloneState
 	// MutationError is the last failed repoint or replica start of the site,
 	// cleared by the next success.

@@ -39,6 +39,9 @@ func (d *decider) observeSites() {
 			fill(&st, in.Last)
 		} else if in.PollError != "" {
 			st.Message = "latest poll failed: " + in.PollError
+			if in.SidecarHealthy {
+				st.Message += "; its sidecar answers and reports mysqld healthy: a network problem between the operator and the site"
+			}
 		}
 		d.sites[spec.Name] = &st
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/shipstream/bloodraven/pkg/devaddr"
 	"github.com/shipstream/bloodraven/pkg/mysql"
 	"github.com/shipstream/bloodraven/pkg/observe"
+	"github.com/shipstream/bloodraven/pkg/protocol"
 	"github.com/shipstream/bloodraven/pkg/topology"
 )
 
@@ -111,6 +112,9 @@ type groupState struct {
 	// lagAtActive is each site's lag in the last round the active site
 	// answered (automatic failover's lag guard).
 	lagAtActive map[string]*int64
+	// sidecarHealthy: in the site's latest poll mysqld did not answer but
+	// its sidecar reported it healthy.
+	sidecarHealthy map[string]bool
 }
 
 type siteClient struct {
@@ -173,6 +177,7 @@ func (m *Manager) state(key string) *groupState {
 	if s == nil {
 		s = &groupState{clients: map[string]*siteClient{}, clones: map[string]*topology.CloneState{}, mutation: map[string]string{}}
 		s.lagAtActive = map[string]*int64{}
+		s.sidecarHealthy = map[string]bool{}
 		m.groups[key] = s
 	}
 	return s
@@ -345,8 +350,58 @@ func (p *mpass) client(site string) (*mysql.Client, error) {
 	return c, nil
 }
 
-// probe polls one site: identity, GTID sets and replication channel.
+// probe polls one site: identity, GTID sets and replication channel. The
+// site's sidecar is asked for its own view at the same time, under the same
+// deadline (a blackholed mysqld port uses the whole of it), and its answer
+// is kept only when mysqld did not answer: the second source of
+// docs/sidecar.md.
 func (p *mpass) probe(ctx context.Context, site string) (Sample, error) {
+	sctx, cancel := context.WithCancel(ctx)
+	side := p.askSidecar(sctx, site)
+	s, err := p.probeMySQL(ctx, site)
+	if err == nil {
+		cancel()
+		p.noteSidecar(site, false)
+		return s, nil
+	}
+	healthy := <-side
+	cancel()
+	p.noteSidecar(site, healthy)
+	return s, err
+}
+
+// askSidecar fetches the site's sidecar /status in the background; the
+// channel yields whether it reports a healthy local mysqld.
+func (p *mpass) askSidecar(ctx context.Context, site string) <-chan bool {
+	out := make(chan bool, 1)
+	addr, err := p.m.opts.Resolver.SidecarAddr(siteKey(p.g, site))
+	if err != nil {
+		out <- false // no sidecar address known (development map without sidecar=)
+		return out
+	}
+	maxAge := 3 * p.peerCheckInterval()
+	go func() {
+		st, err := (protocol.Client{}).SiteStatus(ctx, addr)
+		out <- err == nil && st.ReportsHealthyMySQL(maxAge)
+	}()
+	return out
+}
+
+// noteSidecar records the second source's verdict for this round.
+func (p *mpass) noteSidecar(site string, healthy bool) {
+	p.m.mu.Lock()
+	defer p.m.mu.Unlock()
+	p.st.sidecarHealthy[site] = healthy
+}
+
+func (p *mpass) peerCheckInterval() time.Duration {
+	if sc := p.g.Spec.Sidecar; sc != nil && sc.PeerCheckInterval != nil && sc.PeerCheckInterval.Duration > 0 {
+		return sc.PeerCheckInterval.Duration
+	}
+	return 2 * time.Second
+}
+
+func (p *mpass) probeMySQL(ctx context.Context, site string) (Sample, error) {
 	c, err := p.client(site)
 	if err != nil {
 		return Sample{}, err
@@ -395,6 +450,7 @@ func (p *mpass) input(results map[string]observe.Result[Sample]) topology.Input 
 		si := topology.SiteInput{Reach: r.Health.Reach, Fresh: r.Fresh, MutationError: p.st.mutation[s.Name]}
 		if r.Err != nil {
 			si.PollError = r.Err.Error()
+			si.SidecarHealthy = p.st.sidecarHealthy[s.Name]
 		}
 		if r.Last != nil {
 			si.Last = toObserved(r.Last)
