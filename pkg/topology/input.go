@@ -84,7 +84,7 @@ type SiteInput struct {
 	// mysqld healthy (protocol.SiteStatus.ReportsHealthyMySQL): the operator
 	// is cut off from mysqld by the network, the site is not dead.
 	SidecarHealthy bool
-	Clone     CloneState
+	Clone          CloneState
 	// MutationError is the last failed repoint or replica start of the site,
 	// cleared by the next success.
 	MutationError string
