@@ -16,6 +16,7 @@ import (
 	"github.com/shipstream/bloodraven/pkg/mysql"
 	"github.com/shipstream/bloodraven/pkg/mysqlsim"
 	"github.com/shipstream/bloodraven/pkg/mysqlsim/simtest"
+	"github.com/shipstream/bloodraven/pkg/netcut"
 	"github.com/shipstream/bloodraven/pkg/sidecar"
 )
 
@@ -26,62 +27,20 @@ const (
 	interval  = 500 * time.Millisecond
 )
 
-// network cuts HTTP traffic between named endpoints: a request across a cut
-// hangs until its deadline, as on a partitioned network (no refusal, no
-// answer).
-type network struct {
-	mu    sync.Mutex
-	names map[string]string // host:port -> endpoint name
-	cut   map[[2]string]bool
-}
+// network cuts HTTP traffic between named endpoints (package netcut) and
+// lets a test isolate one endpoint from several others at once.
+type network struct{ *netcut.Network }
 
-func newNetwork() *network {
-	return &network{names: map[string]string{}, cut: map[[2]string]bool{}}
-}
+func newNetwork() *network { return &network{netcut.New()} }
 
-func (n *network) name(addr, name string) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	n.names[addr] = name
-}
+func (n *network) name(addr, name string) { n.Name(addr, name) }
 
 // isolate cuts name from every other endpoint listed, both ways.
-func (n *network) isolate(name string, from ...string) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	for _, o := range from {
-		n.cut[[2]string{name, o}], n.cut[[2]string{o, name}] = true, true
-	}
-}
+func (n *network) isolate(name string, from ...string) { n.Sever(name, from...) }
 
-func (n *network) heal() {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	n.cut = map[[2]string]bool{}
-}
+func (n *network) heal() { n.Heal() }
 
-func (n *network) blocked(from, addr string) bool {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return n.cut[[2]string{from, n.names[addr]}]
-}
-
-type roundTripFunc func(*http.Request) (*http.Response, error)
-
-func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
-
-// client is the HTTP client of endpoint from: real connections, except
-// across a cut.
-func (n *network) client(from string) *http.Client {
-	base := &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 2}
-	return &http.Client{Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
-		if n.blocked(from, r.URL.Host) {
-			<-r.Context().Done()
-			return nil, r.Context().Err()
-		}
-		return base.RoundTrip(r)
-	})}
-}
+func (n *network) client(from string) *http.Client { return n.Client(from) }
 
 // groups is the operator's view of the failover groups: what its informer
 // cache would hold. Tests change status as the topology manager would.

@@ -17,6 +17,7 @@ import (
 	"github.com/shipstream/bloodraven/pkg/mysql"
 	"github.com/shipstream/bloodraven/pkg/mysqlsim"
 	"github.com/shipstream/bloodraven/pkg/mysqlsim/simtest"
+	"github.com/shipstream/bloodraven/pkg/netcut"
 	"github.com/shipstream/bloodraven/pkg/sidecar"
 )
 
@@ -37,62 +38,6 @@ import (
 
 // operatorName is the operator's endpoint name in the cut table.
 const operatorName = "operator"
-
-// cutNetwork decides which HTTP requests between named endpoints get
-// through.
-type cutNetwork struct {
-	mu    sync.Mutex
-	names map[string]string // host:port -> endpoint name
-	cut   map[[2]string]bool
-}
-
-func newCutNetwork() *cutNetwork {
-	return &cutNetwork{names: map[string]string{}, cut: map[[2]string]bool{}}
-}
-
-func (n *cutNetwork) name(addr, name string) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	n.names[addr] = name
-}
-
-// sever cuts a from every endpoint in others, both ways.
-func (n *cutNetwork) sever(a string, others ...string) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	for _, o := range others {
-		n.cut[[2]string{a, o}], n.cut[[2]string{o, a}] = true, true
-	}
-}
-
-func (n *cutNetwork) heal() {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	n.cut = map[[2]string]bool{}
-}
-
-func (n *cutNetwork) blocked(from, addr string) bool {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return n.cut[[2]string{from, n.names[addr]}]
-}
-
-type roundTripFunc func(*http.Request) (*http.Response, error)
-
-func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
-
-// client is endpoint from's HTTP client: real loopback connections, except
-// that a request across a cut gets no answer until its deadline.
-func (n *cutNetwork) client(from string) *http.Client {
-	base := &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 2, IdleConnTimeout: time.Minute}
-	return &http.Client{Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
-		if n.blocked(from, r.URL.Host) {
-			<-r.Context().Done()
-			return nil, r.Context().Err()
-		}
-		return base.RoundTrip(r)
-	})}
-}
 
 // auxEndpoint is the operator's auxiliary listener at one address for the
 // whole test, as a Service in front of the operator pod would be. Each
@@ -154,7 +99,7 @@ func (f *fabric) reachableFor(s string, now time.Time) time.Duration {
 // fabric is one harness sequence's sites, sidecars, links and operator.
 type fabric struct {
 	e     *env
-	net   *cutNetwork
+	net   *netcut.Network
 	aux   *auxEndpoint
 	sites map[string]*harnessSite
 	order []string
@@ -170,8 +115,8 @@ type fabric struct {
 func newFabric(t testing.TB, defs []siteDef, lease, interval time.Duration) *fabric {
 	t.Helper()
 	// newEnv without sites: the namespace, the clients, the operator Secret.
-	f := &fabric{e: newEnv(t, nil), net: newCutNetwork(), aux: startAuxEndpoint(t), sites: map[string]*harnessSite{}}
-	f.net.name(f.aux.addr, operatorName)
+	f := &fabric{e: newEnv(t, nil), net: netcut.New(), aux: startAuxEndpoint(t), sites: map[string]*harnessSite{}}
+	f.net.Name(f.aux.addr, operatorName)
 	var mu sync.Mutex
 	resolve := func(host string, port int) string {
 		mu.Lock()
@@ -199,7 +144,7 @@ func newFabric(t testing.TB, defs []siteDef, lease, interval time.Duration) *fab
 		hs := &harnessSite{name: d.name, sim: sim, scAddr: ln.Addr().String(), opProxy: p}
 		f.sites[d.name], f.e.sites[d.name] = hs, sim
 		f.order = append(f.order, d.name)
-		f.net.name(hs.scAddr, d.name)
+		f.net.Name(hs.scAddr, d.name)
 		entries = append(entries, devaddr.Entry{Site: devaddr.SiteKey{Namespace: f.e.ns, Group: groupName, Site: d.name}, MySQL: sim.Addr(), Sidecar: p.Addr()})
 	}
 	m, err := devaddr.New(entries...)
@@ -231,7 +176,7 @@ func (f *fabric) startSidecar(hs *harnessSite, ln net.Listener, lease, interval 
 		Namespace: f.e.ns, Group: groupName, Site: hs.name,
 		MySQL:            mysql.Options{Addr: hs.sim.Addr(), User: simtest.AdminUser, Password: simtest.AdminPass},
 		OperatorEndpoint: f.aux.addr, Peers: peers, LeaseTimeout: lease, PeerCheckInterval: interval,
-		Version: "harness", HTTPClient: f.net.client(hs.name),
+		Version: "harness", HTTPClient: f.net.Client(hs.name),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -290,7 +235,7 @@ func (f *fabric) isolate(s string, peers bool) {
 	hs := f.sites[s]
 	hs.sim.Partition(topology.DefaultProgram)
 	hs.opProxy.Set(faultproxy.Blackhole)
-	f.net.sever(s, operatorName)
+	f.net.Sever(s, operatorName)
 	hs.isolation.Store(1)
 	if !peers {
 		return
@@ -298,7 +243,7 @@ func (f *fabric) isolate(s string, peers bool) {
 	for _, o := range f.order {
 		if o != s {
 			mysqlsim.PartitionPeers(hs.sim, f.sites[o].sim)
-			f.net.sever(s, o)
+			f.net.Sever(s, o)
 		}
 	}
 	hs.isolation.Store(2)
@@ -313,7 +258,7 @@ func (f *fabric) freeze(s string) {
 // healAll lifts every partition, freeze and injected lag, and restarts
 // crashed servers.
 func (f *fabric) healAll() {
-	f.net.heal()
+	f.net.Heal()
 	for _, name := range f.order {
 		hs := f.sites[name]
 		hs.opProxy.Set(faultproxy.Open)

@@ -53,8 +53,8 @@ func TestSidecarReportingHealthyMySQLPreventsFailover(t *testing.T) {
 
 	// The operator loses the sidecar too: now the site is failed over.
 	iad.opProxy.Set(faultproxy.Blackhole)
-	f.net.sever("iad", operatorName)
-	t.Cleanup(func() { iad.opProxy.Set(faultproxy.Open); f.net.heal() })
+	f.net.Sever("iad", operatorName)
+	t.Cleanup(func() { iad.opProxy.Set(faultproxy.Open); f.net.Heal() })
 	eventually(t, 60*time.Second, "failover away from iad", func() error {
 		if g := f.e.get(); g.Status.ActiveSite == "iad" || g.Status.Transition != nil {
 			return errors.New("active " + g.Status.ActiveSite)
