@@ -67,30 +67,14 @@ type PlannedRequest struct {
 // ParsePlannedFailoverValue parses "<site>[:maxLagWait=<duration>]". Every
 // error names the part that is wrong.
 func ParsePlannedFailoverValue(v string) (PlannedRequest, error) {
-	parts := strings.Split(strings.TrimSpace(v), ":")
-	r := PlannedRequest{Site: parts[0]}
-	if r.Site == "" {
-		return r, fmt.Errorf("the value must start with the target site name: want <site>[:maxLagWait=<duration>]")
+	site, kv, err := parseSiteParts(strings.TrimSpace(v), "<site>[:maxLagWait=<duration>]", "maxLagWait")
+	r := PlannedRequest{Site: site}
+	if err != nil {
+		return r, err
 	}
-	seen := map[string]bool{}
-	for _, p := range parts[1:] {
-		k, val, ok := strings.Cut(p, "=")
-		if !ok || val == "" {
-			return r, fmt.Errorf("part %q is not key=value", p)
-		}
-		if seen[k] {
-			return r, fmt.Errorf("part %s appears twice", k)
-		}
-		seen[k] = true
-		switch k {
-		case "maxLagWait":
-			d, err := parseMaxLagWait(val)
-			if err != nil {
-				return r, err
-			}
-			r.MaxLagWait = d
-		default:
-			return r, fmt.Errorf("unknown part %q (known: maxLagWait)", k)
+	if val, ok := kv["maxLagWait"]; ok {
+		if r.MaxLagWait, err = parseMaxLagWait(val); err != nil {
+			return r, err
 		}
 	}
 	return r, nil

@@ -43,33 +43,13 @@ type RecloneRequest struct {
 // ParseRecloneValue parses "<site>:confirm=<group>:uid=<uid>[:gtidPrefix=<p>]".
 // Every error names the part that is wrong.
 func ParseRecloneValue(v string) (RecloneRequest, error) {
-	parts := strings.Split(v, ":")
 	var r RecloneRequest
-	r.Site = parts[0]
-	if r.Site == "" {
-		return r, fmt.Errorf("the value must start with the site name: want <site>:confirm=<group>:uid=<group uid>[:gtidPrefix=<prefix>]")
+	site, kv, err := parseSiteParts(v, "<site>:confirm=<group>:uid=<group uid>[:gtidPrefix=<prefix>]", "confirm", "uid", "gtidPrefix")
+	r.Site = site
+	if err != nil {
+		return r, err
 	}
-	seen := map[string]bool{}
-	for _, p := range parts[1:] {
-		k, val, ok := strings.Cut(p, "=")
-		if !ok || val == "" {
-			return r, fmt.Errorf("part %q is not key=value", p)
-		}
-		if seen[k] {
-			return r, fmt.Errorf("part %s appears twice", k)
-		}
-		seen[k] = true
-		switch k {
-		case "confirm":
-			r.Confirm = val
-		case "uid":
-			r.UID = val
-		case "gtidPrefix":
-			r.GTIDPrefix = strings.ToLower(val)
-		default:
-			return r, fmt.Errorf("unknown part %q (known: confirm, uid, gtidPrefix)", k)
-		}
-	}
+	r.Confirm, r.UID, r.GTIDPrefix = kv["confirm"], kv["uid"], strings.ToLower(kv["gtidPrefix"])
 	if r.Confirm == "" {
 		return r, fmt.Errorf("confirm=<group name> is missing")
 	}

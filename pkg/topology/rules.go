@@ -2,6 +2,7 @@ package topology
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/shipstream/bloodraven/pkg/apis/shipstream/v1alpha1"
@@ -187,4 +188,32 @@ func ReplicationState(r *Replica) v1alpha1.ReplicationState {
 	default:
 		return v1alpha1.ReplicationStopped
 	}
+}
+
+// parseSiteParts reads an action annotation's value of the form
+// "<site>[:key=value]...", the grammar the planned-failover and reclone-site
+// annotations share: the site first, then key=value parts, each key at most
+// once and one of known. want describes the whole form for the error on a
+// missing site. Every error names the part that is wrong.
+func parseSiteParts(v, want string, known ...string) (string, map[string]string, error) {
+	parts := strings.Split(v, ":")
+	site := parts[0]
+	if site == "" {
+		return "", nil, fmt.Errorf("the value must start with the site name: want %s", want)
+	}
+	out := map[string]string{}
+	for _, p := range parts[1:] {
+		k, val, ok := strings.Cut(p, "=")
+		if !ok || val == "" {
+			return site, nil, fmt.Errorf("part %q is not key=value", p)
+		}
+		if _, dup := out[k]; dup {
+			return site, nil, fmt.Errorf("part %s appears twice", k)
+		}
+		if !slices.Contains(known, k) {
+			return site, nil, fmt.Errorf("unknown part %q (known: %s)", k, strings.Join(known, ", "))
+		}
+		out[k] = val
+	}
+	return site, out, nil
 }
