@@ -220,22 +220,28 @@ func (e *env) pod(group, site string) (*corev1.Pod, error) {
 // passed would.
 func (e *env) markReady(pod *corev1.Pod) {
 	e.t.Helper()
+	e.setPodReady(pod.Name, time.Now())
+}
+
+// setPodReady marks the pod Running and Ready since the given time.
+func (e *env) setPodReady(name string, since time.Time) {
+	e.t.Helper()
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		p, err := e.kube.CoreV1().Pods(e.ns).Get(context.Background(), pod.Name, metav1.GetOptions{})
+		p, err := e.kube.CoreV1().Pods(e.ns).Get(context.Background(), name, metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
-		now := metav1.Now()
+		at := metav1.NewTime(since)
 		p.Status.Phase = corev1.PodRunning
 		p.Status.Conditions = []corev1.PodCondition{
-			{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: now},
-			{Type: corev1.ContainersReady, Status: corev1.ConditionTrue, LastTransitionTime: now},
+			{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: at},
+			{Type: corev1.ContainersReady, Status: corev1.ConditionTrue, LastTransitionTime: at},
 		}
 		_, err = e.kube.CoreV1().Pods(e.ns).UpdateStatus(context.Background(), p, metav1.UpdateOptions{})
 		return err
 	})
 	if err != nil {
-		e.t.Fatalf("mark pod %s Ready: %v", pod.Name, err)
+		e.t.Fatalf("mark pod %s Ready: %v", name, err)
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 
 	"github.com/shipstream/bloodraven/pkg/apis/shipstream/v1alpha1"
 	"github.com/shipstream/bloodraven/pkg/controllers/topology"
+	"github.com/shipstream/bloodraven/pkg/render"
 )
 
 // The ordered update as the resource side runs it: followers first, each
@@ -246,23 +247,7 @@ func (e *env) waitPhase(name string, want v1alpha1.UpdatePhase) {
 // as a kubelet whose probes passed then would.
 func (e *env) markReadySince(group, site string, since time.Time) {
 	e.t.Helper()
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		p, err := e.pod(group, site)
-		if err != nil {
-			return err
-		}
-		at := metav1.NewTime(since)
-		p.Status.Phase = corev1.PodRunning
-		p.Status.Conditions = []corev1.PodCondition{
-			{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: at},
-			{Type: corev1.ContainersReady, Status: corev1.ConditionTrue, LastTransitionTime: at},
-		}
-		_, err = e.kube.CoreV1().Pods(e.ns).UpdateStatus(context.Background(), p, metav1.UpdateOptions{})
-		return err
-	})
-	if err != nil {
-		e.t.Fatalf("mark pod of %s Ready: %v", site, err)
-	}
+	e.setPodReady(render.PodName(group, site), since)
 }
 
 // eventCount is how many times Events with reason were recorded on groups.
