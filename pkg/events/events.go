@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	shipstreamscheme "github.com/shipstream/bloodraven/generated/clientset/versioned/scheme"
+	"github.com/shipstream/bloodraven/pkg/topology"
 )
 
 // Reasons of MysqlDatabase Events.
@@ -36,16 +37,20 @@ const (
 )
 
 // Reasons of the deployment API and planned failover (seed 000, v1.7.0 names).
+// The planned-failover reasons the operator records are defined where they
+// are decided (package topology) and only named here, so there is one
+// spelling.
 const (
-	DeploymentLeaseRevoked                   = "DeploymentLeaseRevoked"  // Normal
-	PlannedFailoverStarted                   = "PlannedFailoverStarted"  // Normal
-	PlannedFailoverSkipped                   = "PlannedFailoverSkipped"  // Normal
-	PlannedFailoverRejected                  = "PlannedFailoverRejected" // Warning
-	PlannedFailoverDeferred                  = "PlannedFailoverDeferred" // Normal
-	PlannedFailoverFailed                    = "PlannedFailoverFailed"   // Warning
-	PlannedFailoverDrainStarted              = "PlannedFailoverDrainStarted"
-	PlannedFailoverTargetCaughtUp            = "PlannedFailoverTargetCaughtUp"
-	PlannedFailoverSucceeded                 = "PlannedFailoverSucceeded"
+	DeploymentLeaseRevoked                   = "DeploymentLeaseRevoked"                    // Normal
+	PlannedFailoverStarted                   = topology.EventPlannedFailoverStarted        // Normal
+	PlannedFailoverSkipped                   = "PlannedFailoverSkipped"                    // Normal
+	PlannedFailoverRejected                  = topology.EventPlannedFailoverRejected       // Warning
+	PlannedFailoverDeferred                  = topology.EventPlannedFailoverDeferred       // Normal
+	PlannedFailoverFailed                    = topology.EventPlannedFailoverFailed         // Warning
+	PlannedFailoverDrainStarted              = topology.EventPlannedFailoverDrainStarted   // Normal
+	PlannedFailoverTargetCaughtUp            = topology.EventPlannedFailoverTargetCaughtUp // Normal
+	PlannedFailoverSucceeded                 = topology.EventPlannedFailoverSucceeded      // Normal
+	PlannedFailoverRollbackStarted           = topology.EventPlannedFailoverRollbackStarted
 	PlannedFailoverHoldAcknowledgmentIgnored = "PlannedFailoverHoldAcknowledgmentIgnored"
 )
 

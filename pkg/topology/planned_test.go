@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/shipstream/bloodraven/pkg/apis/shipstream/v1alpha1"
-	"github.com/shipstream/bloodraven/pkg/events"
 )
 
 func TestParsePlannedFailoverValue(t *testing.T) {
@@ -226,15 +225,20 @@ func TestPlannedVocabularyMatchesCRDEnums(t *testing.T) {
 	}
 }
 
-// The Event reasons are the ones the project's catalog (pkg/events) lists.
-func TestPlannedEventReasonsAreInTheCatalog(t *testing.T) {
+// The Event reasons are a published contract: seed 003 (v1.7.0) names them,
+// and alert routing matches on these exact strings.
+func TestPlannedEventReasonsKeepTheSeedNames(t *testing.T) {
 	for got, want := range map[string]string{
-		EventPlannedFailoverRejected: events.PlannedFailoverRejected,
-		EventPlannedFailoverDeferred: events.PlannedFailoverDeferred,
-		EventPlannedFailoverStarted:  events.PlannedFailoverStarted,
+		EventPlannedFailoverRejected:       "PlannedFailoverRejected",
+		EventPlannedFailoverDeferred:       "PlannedFailoverDeferred",
+		EventPlannedFailoverStarted:        "PlannedFailoverStarted",
+		EventPlannedFailoverFailed:         "PlannedFailoverFailed",
+		EventPlannedFailoverDrainStarted:   "PlannedFailoverDrainStarted",
+		EventPlannedFailoverTargetCaughtUp: "PlannedFailoverTargetCaughtUp",
+		EventPlannedFailoverSucceeded:      "PlannedFailoverSucceeded",
 	} {
 		if got != want {
-			t.Errorf("reason %q, catalog has %q", got, want)
+			t.Errorf("reason %q, seed 003 names it %q", got, want)
 		}
 	}
 }
