@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 )
 
@@ -89,26 +88,16 @@ func StartProcess(name, bin string, args, env []string, logPath string) (*Proces
 		return nil, err
 	}
 	cmd := exec.Command(bin, args...)
-	cmd.Stdout, cmd.Stderr = logFile, logFile
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "BLOODRAVEN_") {
 			cmd.Env = append(cmd.Env, kv)
 		}
 	}
 	cmd.Env = append(cmd.Env, env...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
-	errc := make(chan error, 1)
-	starter <- func() { errc <- cmd.Start() }
-	if err := <-errc; err != nil {
-		logFile.Close()
-		return nil, fmt.Errorf("start %s: %w", name, err)
+	p, err := launch(name, cmd, logFile, logPath)
+	if err != nil {
+		return nil, err
 	}
-	p := &process{name: name, cmd: cmd, logPath: logPath, done: make(chan struct{})}
-	go func() {
-		p.waitErr = cmd.Wait()
-		logFile.Close()
-		close(p.done)
-	}()
 	return &Process{p: p}, nil
 }
 

@@ -41,11 +41,14 @@ func startProcess(name, bin string, args []string, logPath string) (*process, er
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(bin, args...)
-	cmd.Stdout = logFile
-	cmd.Stderr = logFile
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
+	return launch(name, exec.Command(bin, args...), logFile, logPath)
+}
 
+// launch starts cmd from the starter thread (so Pdeathsig holds) with its
+// output in logFile, and reaps it in the background.
+func launch(name string, cmd *exec.Cmd, logFile *os.File, logPath string) (*process, error) {
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
 	errc := make(chan error, 1)
 	starter <- func() { errc <- cmd.Start() }
 	if err := <-errc; err != nil {
