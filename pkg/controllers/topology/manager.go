@@ -113,8 +113,8 @@ type groupState struct {
 	// answered (automatic failover's lag guard).
 	lagAtActive map[string]*int64
 	// sidecarHealthy: in the site's latest poll mysqld did not answer but
-	// its sidecar reported it healthy.
-	sidecarHealthy map[string]bool
+	// its sidecar reported it healthy; pollFailed: that poll failed.
+	sidecarHealthy, pollFailed map[string]bool
 }
 
 type siteClient struct {
@@ -177,7 +177,7 @@ func (m *Manager) state(key string) *groupState {
 	if s == nil {
 		s = &groupState{clients: map[string]*siteClient{}, clones: map[string]*topology.CloneState{}, mutation: map[string]string{}}
 		s.lagAtActive = map[string]*int64{}
-		s.sidecarHealthy = map[string]bool{}
+		s.sidecarHealthy, s.pollFailed = map[string]bool{}, map[string]bool{}
 		m.groups[key] = s
 	}
 	return s
@@ -350,24 +350,37 @@ func (p *mpass) client(site string) (*mysql.Client, error) {
 	return c, nil
 }
 
-// probe polls one site: identity, GTID sets and replication channel. The
-// site's sidecar is asked for its own view at the same time, under the same
-// deadline (a blackholed mysqld port uses the whole of it), and its answer
-// is kept only when mysqld did not answer: the second source of
-// docs/sidecar.md.
+// probe polls one site: identity, GTID sets and replication channel. While
+// the site's polls fail, its sidecar is asked for its own view at the same
+// time, under the same deadline (a blackholed mysqld port uses the whole of
+// it), and its answer is kept when mysqld did not answer: the second source
+// of docs/sidecar.md.
 func (p *mpass) probe(ctx context.Context, site string) (Sample, error) {
+	if !p.failing(site) {
+		// A site that answered last time is not asked twice: a failover
+		// needs failureThreshold failed polls, so the sidecar's word is in
+		// hand by then.
+		s, err := p.probeMySQL(ctx, site)
+		p.noteSidecar(site, false, err != nil)
+		return s, err
+	}
 	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	side := p.askSidecar(sctx, site)
 	s, err := p.probeMySQL(ctx, site)
 	if err == nil {
-		cancel()
-		p.noteSidecar(site, false)
+		p.noteSidecar(site, false, false)
 		return s, nil
 	}
-	healthy := <-side
-	cancel()
-	p.noteSidecar(site, healthy)
+	p.noteSidecar(site, <-side, true)
 	return s, err
+}
+
+// failing reports whether the site's latest poll failed.
+func (p *mpass) failing(site string) bool {
+	p.m.mu.Lock()
+	defer p.m.mu.Unlock()
+	return p.st.pollFailed[site]
 }
 
 // askSidecar fetches the site's sidecar /status in the background; the
@@ -387,11 +400,12 @@ func (p *mpass) askSidecar(ctx context.Context, site string) <-chan bool {
 	return out
 }
 
-// noteSidecar records the second source's verdict for this round.
-func (p *mpass) noteSidecar(site string, healthy bool) {
+// noteSidecar records the second source's verdict and whether mysqld
+// failed this poll.
+func (p *mpass) noteSidecar(site string, healthy, failed bool) {
 	p.m.mu.Lock()
 	defer p.m.mu.Unlock()
-	p.st.sidecarHealthy[site] = healthy
+	p.st.sidecarHealthy[site], p.st.pollFailed[site] = healthy, failed
 }
 
 func (p *mpass) peerCheckInterval() time.Duration {
