@@ -219,6 +219,11 @@ func TestMostAdvancedCandidateWins(t *testing.T) {
 		}
 		return nil
 	})
+	// Let the operator poll everyone once more (pollInterval is 200ms), so
+	// its last view of iad holds the late writes and its view of sfo what
+	// sfo received: the choice is then made on them, not on a view taken
+	// just before them (seen in CI under load: pdx and sfo tied, pdx won).
+	time.Sleep(time.Second)
 	e.sites["iad"].Crash()
 	g := e.waitActive("sfo", 2)
 	if s := e.sites["sfo"].Snapshot(); !committed.IsSubsetOf(s.Executed) {
