@@ -5,6 +5,13 @@ import "time"
 // Timing of the sidecar's self-fencing, shared so the operator computes the
 // same deadline the sidecar keeps (docs/sidecar.md derives it).
 
+// The sidecar's timers when spec.sidecar leaves them out (the CRD's
+// defaults, and the sidecar binary's when its environment has none).
+const (
+	DefaultLeaseTimeout      = 15 * time.Second
+	DefaultPeerCheckInterval = 2 * time.Second
+)
+
 // SelfFenceStatementTimeout bounds the sidecar's SET GLOBAL
 // super_read_only = ON.
 const SelfFenceStatementTimeout = 5 * time.Second

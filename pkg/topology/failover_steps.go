@@ -18,9 +18,9 @@ type FailoverSettings struct {
 	Enabled bool
 	// Cooldown is spec.failoverCooldown (default 5m).
 	Cooldown time.Duration
-	// SelfFenceBound is how long after the operator's last contact with an
-	// unreachable primary it has surely fenced itself: its sidecar's
-	// leaseTimeout plus peerCheckInterval. Promotion waits for it.
+	// SelfFenceBound is how long after the operator stops confirming an
+	// unreachable primary it has surely fenced itself
+	// (protocol.SelfFenceBound). Promotion waits for it.
 	SelfFenceBound time.Duration
 	// MaxMissing bounds how many transactions seen committed on the old
 	// primary the candidate may lack and still be promoted automatically.
@@ -175,27 +175,47 @@ func (d *decider) startFailover(active string) bool {
 		return false
 	}
 	now := metav1.NewTime(d.in.Now)
-	// The old primary's sidecar keeps its lease as long as the operator
-	// confirms it, which it does until this intent is stored (not only
-	// until the operator's last MySQL contact: a frozen mysqld behind a live
-	// sidecar stays confirmed). So the self-fence deadline counts from the
-	// intent, never from an earlier contact (docs/sidecar.md, T0).
-	deadline := metav1.NewTime(d.in.Now.Add(d.in.Failover.SelfFenceBound))
 	msg := choice.Message
 	if !choice.MayLose.IsEmpty() {
 		msg += fmt.Sprintf("; it lacks %d transactions seen on %s: %s", choice.MayLose.Count(), active, choice.MayLose.OneLine())
 	}
+	// No self-fence deadline yet: the old primary's sidecar keeps its lease
+	// for as long as the operator's /active-site confirms it, which it does
+	// until this intent reaches the informer cache it answers from, however
+	// long this write takes. The pass that finds the intent in that cache
+	// sets the deadline (recordFenceDeadline).
 	d.out.Status.Transition = &v1alpha1.Transition{
 		ID: d.in.NewTransitionID, Kind: v1alpha1.TransitionAutomatic, SourceSite: active, TargetSite: choice.Site,
-		TopologyGeneration: d.in.Status.TopologyGeneration + 1, Step: v1alpha1.StepAwaitingSelfFence,
-		StartTime: now, StepTime: &now, SourceFenceDeadline: &deadline, Message: truncate(msg, 1024),
+		TopologyGeneration: d.in.Status.TopologyGeneration + 1, Step: v1alpha1.StepRecorded,
+		StartTime: now, StepTime: &now, Message: truncate(msg, 1024),
 	}
 	d.out.WriteFirst = true
 	d.act(Action{Kind: NotifySidecars, Why: fmt.Sprintf("failover from %s to %s", active, choice.Site)})
 	d.waiting = fmt.Sprintf("failover from %s to %s recorded", active, choice.Site)
-	d.event(true, EventFailoverStarted, "active site %s is unreachable: failing over to site %s (%s); promotion waits until %s for %s to have fenced itself",
-		active, choice.Site, msg, deadline.UTC().Format(time.RFC3339), active)
+	d.event(true, EventFailoverStarted, "active site %s is unreachable: failing over to site %s (%s); promotion waits up to %s, counted from when sidecars are told, for %s to fence itself",
+		active, choice.Site, msg, d.in.Failover.SelfFenceBound, active)
 	return true
+}
+
+// recordFenceDeadline starts the wait for an unreachable old primary to
+// fence itself. The transition is in this decision's input, so it is in the
+// cache /active-site answers from (Input.Now): from now on no confirmation
+// of the old primary is handed out, and every one it holds runs out within
+// SelfFenceBound.
+func (d *decider) recordFenceDeadline(t *v1alpha1.Transition) {
+	deadline := metav1.NewTime(ceilSecond(d.in.Now.Add(d.in.Failover.SelfFenceBound)))
+	nt := d.step(t, v1alpha1.StepAwaitingSelfFence)
+	nt.SourceFenceDeadline = &deadline
+	d.waiting = fmt.Sprintf("failover to %s: waiting until %s for %s to have fenced itself", t.TargetSite, deadline.UTC().Format(time.RFC3339), t.SourceSite)
+}
+
+// ceilSecond rounds up to a whole second: status stores times to the
+// second, and a deadline must never come out earlier than it was computed.
+func ceilSecond(t time.Time) time.Time {
+	if r := t.Truncate(time.Second); !r.Equal(t) {
+		return r.Add(time.Second)
+	}
+	return t
 }
 
 func (d *decider) refuseFailover(active, why string) {
@@ -261,7 +281,11 @@ func (d *decider) continueFailover(t *v1alpha1.Transition) {
 		// restarted operator or a sidecar that came back hears it too.
 		d.act(Action{Kind: NotifySidecars, Why: fmt.Sprintf("failover from %s to %s", src, target)})
 		fenced := sv != nil && !sv.Writable
-		if dl := t.SourceFenceDeadline; !fenced && dl != nil && d.in.Now.Before(dl.Time) {
+		if !fenced && t.SourceFenceDeadline == nil {
+			d.recordFenceDeadline(t)
+			return
+		}
+		if dl := t.SourceFenceDeadline; !fenced && d.in.Now.Before(dl.Time) {
 			d.waiting = fmt.Sprintf("failover to %s: waiting until %s for %s to have fenced itself", target, dl.UTC().Format(time.RFC3339), src)
 			return
 		}

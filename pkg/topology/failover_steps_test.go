@@ -36,13 +36,13 @@ func inFailover(step v1alpha1.TransitionStep) v1alpha1.MysqlFailoverGroupStatus 
 }
 
 func TestFailoverStart(t *testing.T) {
-	// iad was last polled at t0; the decision runs at t0+1s. The deadline
-	// counts from the intent (t0+1s), not from the last poll: iad's sidecar
-	// kept its lease while the operator still confirmed iad.
+	// The intent carries no self-fence deadline: the operator's
+	// /active-site confirms iad until the intent reaches its cache, however
+	// long the write takes, so the deadline cannot be known yet.
 	d := Decide(failoverInput(iadDown(), active(3, "iad")))
 	tr := d.Status.Transition
 	if tr == nil || tr.Kind != v1alpha1.TransitionAutomatic || tr.SourceSite != "iad" || tr.TargetSite != "pdx" || tr.TopologyGeneration != 4 ||
-		tr.Step != v1alpha1.StepAwaitingSelfFence || !d.WriteFirst || tr.SourceFenceDeadline == nil || !tr.SourceFenceDeadline.Time.Equal(t0.Add(time.Second+20*time.Second)) {
+		tr.Step != v1alpha1.StepRecorded || !d.WriteFirst || tr.SourceFenceDeadline != nil {
 		t.Fatalf("transition %+v", tr)
 	}
 	// Only the sidecars are told (after the intent is written); nothing is
@@ -122,6 +122,42 @@ func TestFailoverStart(t *testing.T) {
 }
 
 func TestFailoverSteps(t *testing.T) {
+	t.Run("the pass that finds the intent in its input starts the self-fence wait from its own time", func(t *testing.T) {
+		st := inFailover(v1alpha1.StepRecorded)
+		st.Transition.SourceFenceDeadline = nil
+		in := failoverInput(iadDown(), st)
+		in.Now = t0.Add(7 * time.Second) // the intent took long to reach the cache
+		d := Decide(in)
+		tr := d.Status.Transition
+		if tr == nil || tr.Step != v1alpha1.StepAwaitingSelfFence || !d.WriteFirst || tr.SourceFenceDeadline == nil ||
+			!tr.SourceFenceDeadline.Time.Equal(t0.Add(27*time.Second)) {
+			t.Fatalf("transition %+v", tr)
+		}
+		if strings.Join(actions(d), ",") != "NotifySidecars " {
+			t.Fatalf("actions %v: nothing but the announcement before the deadline", actions(d))
+		}
+		// Written again (a failed write, a restarted operator): the deadline
+		// never moves earlier than the pass that records it.
+		in.Now = t0.Add(9 * time.Second)
+		if d := Decide(in); !d.Status.Transition.SourceFenceDeadline.Time.Equal(t0.Add(29 * time.Second)) {
+			t.Fatalf("deadline %v", d.Status.Transition.SourceFenceDeadline)
+		}
+		// Status keeps whole seconds: the deadline is rounded up, never down.
+		in.Now = t0.Add(9*time.Second + 300*time.Millisecond)
+		if d := Decide(in); !d.Status.Transition.SourceFenceDeadline.Time.Equal(t0.Add(30 * time.Second)) {
+			t.Fatalf("deadline %v, want rounded up to %v", d.Status.Transition.SourceFenceDeadline, t0.Add(30*time.Second))
+		}
+	})
+	t.Run("an old primary seen fenced needs no deadline", func(t *testing.T) {
+		st := inFailover(v1alpha1.StepRecorded)
+		st.Transition.SourceFenceDeadline = nil
+		obs := iadDown()
+		obs["iad"] = site("iad", false, "I:1-10", nil)
+		d := Decide(failoverInput(obs, st))
+		if tr := d.Status.Transition; tr == nil || tr.Step != v1alpha1.StepCatchingUp || tr.SourceFenceDeadline != nil {
+			t.Fatalf("transition %+v", tr)
+		}
+	})
 	t.Run("before the self-fence deadline: wait", func(t *testing.T) {
 		d := Decide(failoverInput(iadDown(), inFailover(v1alpha1.StepAwaitingSelfFence)))
 		if strings.Join(actions(d), ",") != "NotifySidecars " || d.WriteFirst {

@@ -3,7 +3,8 @@ package topology
 // The decision-level invariant harness: Decide driven by a simulated world of
 // four sites on a virtual clock, through seeded random sequences of faults
 // (crash, freeze, partition, operator restart and a crash between any two
-// actions, replication lag, errant and stale-client writes, purges), checking
+// actions, replication lag, errant and stale-client writes, purges, and an
+// informer cache that lags behind the stored status), checking
 // design.md §4 invariants 1, 3, 4 and 5 after every step. A failing sequence
 // prints its seed; HARNESS_SEED=<seed> replays only that one, and
 // HARNESS_SEQUENCES=<n> changes how many run.
@@ -19,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/shipstream/bloodraven/pkg/apis/shipstream/v1alpha1"
@@ -41,6 +43,11 @@ type simSite struct {
 	crashed    bool // process down: no answers, no writes
 	frozen     bool // process stopped: no answers, no writes, keeps its state
 	isolated   bool // network partition: operator and peers cannot reach it; local clients can
+	// oneWay: the operator cannot reach the site (mysqld nor sidecar), but
+	// the site reaches the operator and its peers, as with a NetworkPolicy
+	// that drops only the operator's ingress. Its sidecar keeps asking
+	// /active-site and clients keep writing.
+	oneWay     bool
 	writable   bool
 	executed   gtid.Set
 	purged     gtid.Set
@@ -58,7 +65,10 @@ type simSite struct {
 }
 
 func (s *simSite) answers() bool { return !s.crashed && !s.frozen && !s.isolated }
-func (s *simSite) alive() bool   { return !s.crashed && !s.frozen }
+
+// operatorReaches: the operator's polls and statements get through.
+func (s *simSite) operatorReaches() bool { return s.answers() && !s.oneWay }
+func (s *simSite) alive() bool           { return !s.crashed && !s.frozen }
 
 // tracked is the operator's in-memory view of one site (observe.Tracker).
 type tracked struct {
@@ -76,9 +86,16 @@ type world struct {
 	sites  map[string]*simSite
 	order  []string
 	status v1alpha1.MysqlFailoverGroupStatus
-	mem    map[string]*tracked
-	prio   []string
-	nextID int
+	// cache is the status as the operator's informer cache holds it: what
+	// its decisions start from and what /active-site serves to sidecars. A
+	// write reaches it some steps later (or at once); rv and cacheRV count
+	// stored writes, so a write decided on a stale cache is refused as the
+	// API server refuses a stale resourceVersion.
+	cache       v1alpha1.MysqlFailoverGroupStatus
+	rv, cacheRV int
+	mem         map[string]*tracked
+	prio        []string
+	nextID      int
 	// completed transition ids (exactly once).
 	completed map[string]bool
 	// ackedOn is what clients committed on each site while it was the
@@ -96,6 +113,7 @@ type harnessStats struct {
 	bootstraps, failovers, splitBrainResolutions, clones, blockedRecoveries, operatorCrashes int
 	reclonesDiscarding                                                                       int
 	plannedHandoffs, plannedRollbacks                                                        int
+	staleWrites                                                                              int
 }
 
 func (a *harnessStats) add(b harnessStats) {
@@ -108,6 +126,7 @@ func (a *harnessStats) add(b harnessStats) {
 	a.plannedHandoffs += b.plannedHandoffs
 	a.plannedRollbacks += b.plannedRollbacks
 	a.reclonesDiscarding += b.reclonesDiscarding
+	a.staleWrites += b.staleWrites
 }
 
 func newWorld(seed uint64) *world {
@@ -134,7 +153,10 @@ func newWorld(seed uint64) *world {
 	return w
 }
 
+// resetMemory is an operator restart: nothing in memory, and a cache that
+// starts from a fresh list of the stored status.
 func (w *world) resetMemory() {
+	w.cache, w.cacheRV = *w.status.DeepCopy(), w.rv
 	w.mem = map[string]*tracked{}
 	for _, n := range w.order {
 		w.mem[n] = &tracked{reach: observe.Unobserved}
@@ -187,6 +209,9 @@ func (w *world) fault() {
 	case 7:
 		w.resetMemory()
 		w.logf("operator restart")
+	case 8:
+		s.oneWay = !s.oneWay
+		w.logf("operator cut off from %s one way=%v", s.name, s.oneWay)
 	}
 }
 
@@ -208,16 +233,16 @@ func (w *world) clients() {
 }
 
 // sidecars: each sidecar that reaches the operator renews its lease while
-// the stored status confirms its site; a live site whose lease expired is
+// the status the operator's cache serves confirms its site; a live site whose lease expired is
 // fenced before any client gets through.
 func (w *world) sidecars() {
 	for _, n := range w.order {
-		if s := w.sites[n]; !s.crashed && !s.isolated && w.status.ActiveSite == n && w.status.Transition == nil {
+		if s := w.sites[n]; !s.crashed && !s.isolated && w.cache.ActiveSite == n && w.cache.Transition == nil {
 			s.lease = w.now
 		}
 	}
 	for _, n := range w.order {
-		if t := w.status.Transition; t != nil && t.TargetSite == n {
+		if t := w.cache.Transition; t != nil && t.TargetSite == n {
 			continue // being promoted: the transition names it
 		}
 		if s := w.sites[n]; s.alive() && s.writable && w.now.Sub(s.lease) >= hSelfFence {
@@ -252,7 +277,7 @@ func (w *world) replicate() {
 func (w *world) poll() {
 	for _, n := range w.order {
 		s, m := w.sites[n], w.mem[n]
-		if s.answers() {
+		if s.operatorReaches() {
 			o := &Observed{ServerUUID: s.uuid, Writable: s.writable, Executed: s.executed, Purged: s.purged, At: w.now}
 			if s.source != "" {
 				io := "No"
@@ -278,7 +303,7 @@ func (w *world) poll() {
 			m.reach = observe.Suspect
 		}
 	}
-	if a := w.mem[w.status.ActiveSite]; a != nil && a.fresh && a.reach == observe.Reachable {
+	if a := w.mem[w.cache.ActiveSite]; a != nil && a.fresh && a.reach == observe.Reachable {
 		for _, n := range w.order {
 			if l := w.mem[n].last; l != nil && l.Replica != nil && w.mem[n].fresh {
 				w.mem[n].lagAtActive = l.Replica.SecondsBehindSource
@@ -297,14 +322,13 @@ func (w *world) input() Input {
 		}
 		obs[n] = si
 	}
-	in := newInput(obs, *w.status.DeepCopy())
+	w.plannedRequest()
+	in := newInput(obs, *w.cache.DeepCopy())
 	in.Now = w.now
 	w.nextID++
 	in.NewTransitionID = fmt.Sprintf("t%d", w.nextID)
 	in.Failover = FailoverSettings{Enabled: true, Cooldown: hCooldown, SelfFenceBound: hSelfFence, Priorities: w.prio, DrainTimeout: 10 * time.Second}
 	in.Reclone = w.recloneRequest()
-	w.plannedRequest()
-	in.Status.PlannedFailover = w.status.PlannedFailover.DeepCopy()
 	in.Planned = w.planned
 	return in
 }
@@ -329,6 +353,7 @@ func (w *world) plannedRequest() {
 	w.status.PlannedFailover = &v1alpha1.PlannedFailoverStatus{RunID: fmt.Sprintf("p%d", w.nextID), SourceSite: w.status.ActiveSite,
 		TargetSite: targets[w.r.IntN(len(targets))], Phase: v1alpha1.PlannedFailoverCatchingUp, PhaseTime: &now, RequestTime: &now,
 		MaxLagWait: &metav1.Duration{Duration: time.Duration(5+w.r.IntN(20)) * time.Second}}
+	w.stored()
 	w.logf("planned failover %s -> %s admitted", w.status.ActiveSite, w.status.PlannedFailover.TargetSite)
 }
 
@@ -361,8 +386,8 @@ func (w *world) act(d Decision, check func(string, ...any)) {
 	if w.r.IntN(10) == 0 {
 		crashAt = w.r.IntN(len(d.Actions) + 1)
 	}
-	if d.WriteFirst {
-		w.store(d.Status, check)
+	if d.WriteFirst && !w.write(d.Status, check) {
+		return // the intent was not stored: nothing is acted on
 	}
 	fenceFailed := false
 	for i, a := range d.Actions {
@@ -387,7 +412,40 @@ func (w *world) act(d Decision, check func(string, ...any)) {
 		return
 	}
 	if !d.WriteFirst {
-		w.store(d.Status, check)
+		w.write(d.Status, check)
+	}
+}
+
+// write stores a decision's status as the manager does: nothing when it
+// equals the cached status it started from, a conflict when the cache was
+// stale (a newer status is stored), else stored.
+func (w *world) write(st v1alpha1.MysqlFailoverGroupStatus, check func(string, ...any)) bool {
+	if equality.Semantic.DeepEqual(st, w.cache) {
+		return true
+	}
+	if w.cacheRV != w.rv {
+		w.logf("status write refused: decided on a stale cache")
+		w.stats.staleWrites++
+		return false
+	}
+	w.store(st, check)
+	return true
+}
+
+// stored counts a write of the stored status; the cache sees it at once
+// half of the time, else at a later step (syncCache).
+func (w *world) stored() {
+	w.rv++
+	if w.r.IntN(2) == 0 {
+		w.cache, w.cacheRV = *w.status.DeepCopy(), w.rv
+	}
+}
+
+// syncCache: a cache behind the stored status catches up at the start of a
+// step half of the time, so a write can take several seconds to be served.
+func (w *world) syncCache() {
+	if w.cacheRV != w.rv && w.r.IntN(2) == 0 {
+		w.cache, w.cacheRV = *w.status.DeepCopy(), w.rv
 	}
 }
 
@@ -444,6 +502,7 @@ func (w *world) store(st v1alpha1.MysqlFailoverGroupStatus, check func(string, .
 		}
 	}
 	w.status = *st.DeepCopy()
+	w.stored()
 }
 
 func (w *world) blocked(st v1alpha1.MysqlFailoverGroupStatus, site string) bool {
@@ -490,7 +549,7 @@ func (w *world) do(a Action, check func(string, ...any)) bool {
 	if a.Kind == NotifySidecars {
 		return true
 	}
-	if s == nil || !s.answers() {
+	if s == nil || !s.operatorReaches() {
 		return false
 	}
 	switch a.Kind {
@@ -607,6 +666,7 @@ func runSequence(seed uint64) (harnessStats, error) {
 	}
 	for step := 0; step < hStepsPerSq && first == ""; step++ {
 		w.now = w.now.Add(hPoll)
+		w.syncCache()
 		if step > 5 && w.r.IntN(3) == 0 {
 			w.fault()
 		}
@@ -702,7 +762,7 @@ func TestInvariantHarness(t *testing.T) {
 	t.Logf("%d sequences of %d steps in %s (%.0f sequences/s on %d workers), %d failed; exercised %+v",
 		n, hStepsPerSq, el.Round(time.Millisecond), float64(n)/el.Seconds(), workers, len(failed), total)
 	if n >= 1000 && (total.failovers == 0 || total.bootstraps == 0 || total.operatorCrashes == 0 || total.splitBrainResolutions == 0 || total.reclonesDiscarding == 0 ||
-		total.plannedHandoffs == 0 || total.plannedRollbacks == 0) {
+		total.plannedHandoffs == 0 || total.plannedRollbacks == 0 || total.staleWrites == 0) {
 		t.Errorf("the sequences no longer reach every path: %+v", total)
 	}
 }

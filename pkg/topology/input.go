@@ -97,6 +97,11 @@ type SiteInput struct {
 
 // Input is one decision's input.
 type Input struct {
+	// Now is when the decision is taken. It must not be earlier than the
+	// read of Status from the cache the operator's /active-site answers
+	// from: a transition found in Status is then already served to the
+	// sidecars, which is where an unreachable primary's self-fence
+	// deadline starts (see startFailover).
 	Now        time.Time
 	Namespace  string
 	Group      string
@@ -111,8 +116,9 @@ type Input struct {
 	// (lastSeenTime, gtidExecuted, secondsBehindSource) may be in status
 	// before they are rewritten on their own; other changes rewrite them at once.
 	StatusRefresh time.Duration
-	// Status is the group's status as stored (the resourceVersion the
-	// decision's status write is conditioned on).
+	// Status is the group's status as the operator's informer cache holds
+	// it (the resourceVersion the decision's status write is conditioned
+	// on: a decision on a stale copy fails to store anything).
 	Status v1alpha1.MysqlFailoverGroupStatus
 	// Observed holds every site of Sites.
 	Observed map[string]SiteInput

@@ -11,6 +11,7 @@ import (
 
 	"github.com/shipstream/bloodraven/pkg/apis/shipstream/v1alpha1"
 	"github.com/shipstream/bloodraven/pkg/protocol"
+	"github.com/shipstream/bloodraven/pkg/render"
 	"github.com/shipstream/bloodraven/pkg/topology"
 )
 
@@ -45,19 +46,10 @@ func (p *mpass) failoverSettings() topology.FailoverSettings {
 	if d := g.Spec.FailoverCooldown; d != nil {
 		s.Cooldown = d.Duration
 	}
-	lease, peer := 15*time.Second, 2*time.Second
-	if sc := g.Spec.Sidecar; sc != nil {
-		if sc.LeaseTimeout != nil {
-			lease = sc.LeaseTimeout.Duration
-		}
-		if sc.PeerCheckInterval != nil {
-			peer = sc.PeerCheckInterval.Duration
-		}
-	}
 	// The sidecar protocol's bound (lease, its request timeout, the fence
-	// statement's timeout and a clock margin), counted from the recorded
-	// intent: the old primary has fenced itself by then.
-	s.SelfFenceBound = protocol.SelfFenceBound(lease, peer)
+	// statement's timeout and a clock margin), counted from when the intent
+	// is served: the old primary has fenced itself by then.
+	s.SelfFenceBound = protocol.SelfFenceBound(p.sidecarTimers())
 	s.DrainTimeout = 30 * time.Second
 	if d := g.Spec.ConnectionDrainTimeout; d != nil {
 		s.DrainTimeout = d.Duration
@@ -71,6 +63,38 @@ func (p *mpass) failoverSettings() topology.FailoverSettings {
 	}
 	s.Override = site
 	return s
+}
+
+// sidecarTimers are the leaseTimeout and peerCheckInterval the self-fence
+// bound must assume: the spec's, or a site pod's where larger. While a change
+// of spec.sidecar rolls out, pods created before it still run their sidecars
+// with the old values, and a confirmation passed on by any of them lasts as
+// long as its own lease.
+func (p *mpass) sidecarTimers() (lease, peerCheck time.Duration) {
+	lease, peerCheck = protocol.DefaultLeaseTimeout, protocol.DefaultPeerCheckInterval
+	if sc := p.g.Spec.Sidecar; sc != nil {
+		if sc.LeaseTimeout != nil {
+			lease = sc.LeaseTimeout.Duration
+		}
+		if sc.PeerCheckInterval != nil {
+			peerCheck = sc.PeerCheckInterval.Duration
+		}
+	}
+	kf := p.m.ctrl.informers.KubeFor(p.g.Namespace)
+	if kf == nil {
+		return lease, peerCheck
+	}
+	pods := kf.Core().V1().Pods().Lister().Pods(p.g.Namespace)
+	for _, s := range p.g.Spec.Sites {
+		pod, err := pods.Get(render.PodName(p.g.Name, s.Name))
+		if err != nil {
+			continue
+		}
+		if l, pc, ok := render.SidecarTimers(pod); ok {
+			lease, peerCheck = max(lease, l), max(peerCheck, pc)
+		}
+	}
+	return lease, peerCheck
 }
 
 // catchUp stops the candidate's receiver and waits, bounded, until its

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
@@ -15,6 +16,8 @@ import (
 	"github.com/shipstream/bloodraven/pkg/controllers/topology"
 	"github.com/shipstream/bloodraven/pkg/mysqlsim"
 	"github.com/shipstream/bloodraven/pkg/mysqlsim/simtest"
+	"github.com/shipstream/bloodraven/pkg/protocol"
+	"github.com/shipstream/bloodraven/pkg/render"
 	mgr "github.com/shipstream/bloodraven/pkg/topology"
 )
 
@@ -67,15 +70,20 @@ func TestFailoverOnPrimaryCrash(t *testing.T) {
 	crashed := time.Now()
 	e.sites["iad"].Crash()
 	var tr *v1alpha1.Transition
-	eventually(t, waitFor, "failover intent recorded", func() error {
+	eventually(t, waitFor, "failover intent recorded and its self-fence deadline set", func() error {
 		tr = e.get().Status.Transition
-		if tr == nil {
-			return fmt.Errorf("no transition yet")
+		if tr == nil || tr.SourceFenceDeadline == nil {
+			return fmt.Errorf("transition %+v", tr)
 		}
 		return nil
 	})
-	if tr.Kind != v1alpha1.TransitionAutomatic || tr.SourceSite != "iad" || tr.TargetSite != "pdx" || tr.TopologyGeneration != 2 || tr.SourceFenceDeadline == nil {
+	if tr.Kind != v1alpha1.TransitionAutomatic || tr.SourceSite != "iad" || tr.TargetSite != "pdx" || tr.TopologyGeneration != 2 {
 		t.Fatalf("transition %+v", tr)
+	}
+	// The deadline counts from a pass that found the stored intent, never
+	// from before the intent was recorded (both stored to the second).
+	if bound := protocol.SelfFenceBound(2*time.Second, 500*time.Millisecond); tr.SourceFenceDeadline.Time.Before(tr.StartTime.Add(bound)) {
+		t.Fatalf("self-fence deadline %s earlier than the intent (%s) + %s", tr.SourceFenceDeadline, tr.StartTime, bound)
 	}
 	if s := e.sites["pdx"].Snapshot(); !s.ReadOnly {
 		t.Fatal("pdx writable as soon as the intent was recorded, before iad's self-fence deadline")
@@ -275,7 +283,7 @@ func TestLagGuardRefusesAndOverrideWorks(t *testing.T) {
 // The operator dies right after it recorded each step of a failover, before
 // acting on it; a new operator finishes the same transition, exactly once.
 func TestFailoverResumesAfterOperatorCrash(t *testing.T) {
-	for _, step := range []v1alpha1.TransitionStep{v1alpha1.StepAwaitingSelfFence, v1alpha1.StepCatchingUp, v1alpha1.StepPromoting} {
+	for _, step := range []v1alpha1.TransitionStep{v1alpha1.StepRecorded, v1alpha1.StepAwaitingSelfFence, v1alpha1.StepCatchingUp, v1alpha1.StepPromoting} {
 		t.Run(string(step), func(t *testing.T) {
 			e := newEnv(t, threeSites)
 			killed := make(chan string, 1)
@@ -384,5 +392,49 @@ func TestReturningOldPrimaryWithLostWritesIsBlocked(t *testing.T) {
 	e.waitCondition(v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonHealthy)
 	if got := e.sites["iad"].Snapshot().Executed; !got.Intersect(lost).IsEmpty() {
 		t.Fatalf("iad still holds %s", got.Intersect(lost).OneLine())
+	}
+}
+
+// While a change of spec.sidecar rolls out, a pod created before it still
+// runs its sidecar with the old, longer lease: the self-fence wait before a
+// promotion covers the longest lease any site's pod runs with, not only the
+// spec's.
+func TestSelfFenceWaitCoversARunningPodsLongerLease(t *testing.T) {
+	e := newEnv(t, threeSites)
+	ctx := context.Background()
+	// No controller manager here: the namespace's default ServiceAccount,
+	// which pod admission looks up, is created by hand.
+	if _, err := e.kube.CoreV1().ServiceAccounts(e.ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	oldLease := 30 * time.Second
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: render.PodName(groupName, "iad")}, Spec: corev1.PodSpec{Containers: []corev1.Container{
+		{Name: render.ContainerMySQL, Image: "mysql:9.7"},
+		{Name: render.ContainerSidecar, Image: "bloodraven-sidecar:old", Env: []corev1.EnvVar{{Name: protocol.EnvLeaseTimeout, Value: oldLease.String()}}},
+	}}}
+	if _, err := e.kube.CoreV1().Pods(e.ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.startOperator(withFailover)
+	e.create(e.failoverGroup(threeSites)) // spec: leaseTimeout 2s, peerCheckInterval 500ms
+	e.waitCondition(v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonHealthy)
+
+	e.sites["iad"].Crash()
+	var tr *v1alpha1.Transition
+	eventually(t, waitFor, "failover intent recorded and its self-fence deadline set", func() error {
+		tr = e.get().Status.Transition
+		if tr == nil || tr.SourceFenceDeadline == nil {
+			return fmt.Errorf("transition %+v", tr)
+		}
+		return nil
+	})
+	// The pod's peerCheckInterval is the sidecar default (2s), longer than
+	// the spec's 500ms too.
+	want := protocol.SelfFenceBound(oldLease, protocol.DefaultPeerCheckInterval)
+	if got := tr.SourceFenceDeadline.Sub(tr.StartTime.Time); got < want {
+		t.Fatalf("self-fence deadline %s after the intent, want at least %s (the running pod's lease)", got, want)
+	}
+	if s := e.sites["pdx"].Snapshot(); !s.ReadOnly {
+		t.Fatal("pdx promoted before the old lease ran out")
 	}
 }

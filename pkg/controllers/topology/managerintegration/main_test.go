@@ -54,8 +54,9 @@ type env struct {
 	ship  versioned.Interface
 	dyn   dynamic.Interface
 	sites map[string]*mysqlsim.Server
-	// sidecars stand in for each site's sidecar (not built yet): they record
-	// the transition announcements the operator POSTs.
+	// sidecars stand in for each site's sidecar (the real ones run in
+	// harness_sidecars_test.go): they record the transition announcements
+	// the operator POSTs.
 	sidecars map[string]*sidecarStandIn
 	addrs    *devaddr.Map
 	// created are the groups to delete at cleanup.
