@@ -78,7 +78,11 @@ type Record struct {
 	Holder string `json:"holder"`
 	State  State  `json:"state"`
 	// TokenHash is "sha256:<hex>" of the current token. Never logged.
-	TokenHash          string    `json:"tokenHash"`
+	TokenHash string `json:"tokenHash"`
+	// GrantID is random per grant and re-grant (not derived from the token).
+	// A migration grant writes it into the mutex too, so a release frees the
+	// mutex only while the mutex still belongs to the grant it released.
+	GrantID            string    `json:"grantId,omitempty"`
 	ExpiresAt          time.Time `json:"expiresAt"`
 	TopologyGeneration int64     `json:"topologyGeneration"`
 	GrantTime          time.Time `json:"grantTime"`
@@ -116,21 +120,35 @@ func (r Record) tokenMatches(token string) bool {
 // mutexState is the content of a group's mutex Lease.
 type mutexState struct {
 	// OperationID holding the migration lease; empty when free.
-	OperationID string    `json:"operationId,omitempty"`
-	Instance    string    `json:"instance,omitempty"`
-	ExpiresAt   time.Time `json:"expiresAt"`
+	OperationID string `json:"operationId,omitempty"`
+	Instance    string `json:"instance,omitempty"`
+	// GrantID is the GrantID of the holder's current record.
+	GrantID   string    `json:"grantId,omitempty"`
+	ExpiresAt time.Time `json:"expiresAt"`
 
 	resourceVersion string
 	exists          bool
 }
 
 // heldAgainst reports whether the mutex blocks operation op at now. A
-// holder's claim outlives its expiresAt by maxSkew, so an operator whose
-// clock runs behind the one that granted the lease (a leader handover) never
-// hands the mutex to another operation while the holder may still believe
-// it holds it.
+// holder's claim outlives its expiresAt by maxSkew: after a leader handover,
+// a new leader whose clock runs up to maxSkew ahead of the clock that
+// granted the lease still sees the old expiry as not yet passed plus grace,
+// so it never hands the mutex to another operation while the holder may
+// still believe it holds it. (A clock that runs behind only waits longer.)
 func (m mutexState) heldAgainst(op string, now time.Time, maxSkew time.Duration) bool {
 	return m.OperationID != "" && m.OperationID != op && !now.After(m.ExpiresAt.Add(maxSkew))
+}
+
+// ownedBy reports whether the mutex still belongs to grant rec: the same
+// operation and, when both carry one, the same grant. A same-operation
+// re-grant that raced a release has already written its new grant id, so
+// the release leaves the mutex to it.
+func (m mutexState) ownedBy(rec Record) bool {
+	if m.OperationID != rec.OperationID {
+		return false
+	}
+	return m.GrantID == "" || rec.GrantID == "" || m.GrantID == rec.GrantID
 }
 
 // durationProjection is spec.leaseDurationSeconds: the whole seconds from

@@ -147,3 +147,23 @@ func TestHashTokenIsNotTheToken(t *testing.T) {
 		t.Fatal("token comparison wrong")
 	}
 }
+
+func TestMutexOwnedByTheReleasedGrantOnly(t *testing.T) {
+	m := mutexState{OperationID: "a", GrantID: "g2", ExpiresAt: t0}
+	for _, tc := range []struct {
+		rec  Record
+		want bool
+	}{
+		{Record{OperationID: "a", GrantID: "g2"}, true},
+		{Record{OperationID: "a", GrantID: "g1"}, false}, // a re-grant of a owns it now
+		{Record{OperationID: "b", GrantID: "g2"}, false},
+		{Record{OperationID: "a"}, true}, // a record written before grant ids
+	} {
+		if got := m.ownedBy(tc.rec); got != tc.want {
+			t.Errorf("record %+v: ownedBy=%v, want %v", tc.rec, got, tc.want)
+		}
+	}
+	if !(mutexState{OperationID: "a"}).ownedBy(Record{OperationID: "a", GrantID: "g1"}) {
+		t.Error("a mutex written before grant ids must still be released by its operation")
+	}
+}

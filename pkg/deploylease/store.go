@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base64"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"sort"
@@ -96,12 +97,15 @@ func (s *Store) Grant(ctx context.Context, req GrantRequest) (Grant, error) {
 	return Grant{}, fmt.Errorf("unknown lease kind %q", req.Kind)
 }
 
-func newToken() (string, error) {
-	b := make([]byte, 32)
+// newTokenAndGrantID returns a fresh lease token (32 random bytes) and an
+// independent grant id (16 random bytes), so the id says nothing about the
+// token.
+func newTokenAndGrantID() (token, grantID string, err error) {
+	b := make([]byte, 48)
 	if _, err := rand.Read(b); err != nil {
-		return "", err
+		return "", "", err
 	}
-	return base64.RawURLEncoding.EncodeToString(b), nil
+	return base64.RawURLEncoding.EncodeToString(b[:32]), hex.EncodeToString(b[32:]), nil
 }
 
 // checkTombstones refuses an operation that has any revoked record, or a
@@ -137,24 +141,24 @@ func (s *Store) grantMigration(ctx context.Context, req GrantRequest) (Grant, er
 	} else if ok && cur.Live(now) && cur.Instance != req.Instance {
 		return Grant{}, ErrInstanceMismatch
 	}
+	token, grantID, err := newTokenAndGrantID()
+	if err != nil {
+		return Grant{}, err
+	}
 	expires := now.Add(req.TTL)
 	// 1. Take the mutex: the linearization point. Written before the record,
 	// so the mutex's expiry always covers every expiry told to a client.
-	prevHolder, err := s.updateMutex(ctx, g, func(m *mutexState) error {
+	prev, err := s.updateMutex(ctx, g, func(m *mutexState) error {
 		if m.heldAgainst(req.OperationID, now, s.maxSkew) {
 			return ErrMutexHeld
 		}
-		m.OperationID, m.Instance, m.ExpiresAt = req.OperationID, req.Instance, expires
+		m.OperationID, m.Instance, m.GrantID, m.ExpiresAt = req.OperationID, req.Instance, grantID, expires
 		return nil
 	})
 	if err != nil {
 		return Grant{}, err
 	}
-	// 2. Write the record with a fresh token hash.
-	token, err := newToken()
-	if err != nil {
-		return Grant{}, err
-	}
+	// 2. Write the record with a fresh token hash and the same grant id.
 	rec, err := s.updateRecord(ctx, g, KindMigration, req.OperationID, nil, func(r *Record, exists bool) error {
 		if exists {
 			if r.State == StateRevoked {
@@ -164,25 +168,41 @@ func (s *Store) grantMigration(ctx context.Context, req GrantRequest) (Grant, er
 				return ErrInstanceMismatch
 			}
 		}
-		*r = s.freshRecord(req, token, now, expires)
+		*r = s.freshRecord(req, token, grantID, now, expires)
 		return nil
 	})
 	if err != nil {
-		// The operation is dead (revoked) or wrote nothing: hand the mutex
-		// back unless this operation already held it before.
-		if prevHolder != req.OperationID {
-			_ = s.clearMutex(ctx, g, req.OperationID)
-		}
+		s.undoMutexGrant(ctx, g, req.OperationID, grantID, prev)
 		return Grant{}, err
 	}
 	return Grant{Record: rec, Token: token}, nil
 }
 
-func (s *Store) freshRecord(req GrantRequest, token string, now, expires time.Time) Record {
+// undoMutexGrant runs when a migration grant took the mutex but wrote no
+// record: the operation is dead (revoked) or the write failed. A mutex this
+// operation did not hold before goes back free; one it held keeps its
+// (longer) expiry but gets the previous grant id back, so the still stored
+// record of that grant can release it. Nothing changes if another grant has
+// written the mutex since.
+func (s *Store) undoMutexGrant(ctx context.Context, g GroupRef, op, grantID string, prev mutexState) {
+	_, _ = s.updateMutex(ctx, g, func(m *mutexState) error {
+		if !m.exists || m.OperationID != op || m.GrantID != grantID {
+			return errNoChange
+		}
+		if prev.OperationID != op {
+			m.OperationID, m.Instance, m.GrantID = "", "", ""
+			return nil
+		}
+		m.GrantID = prev.GrantID
+		return nil
+	})
+}
+
+func (s *Store) freshRecord(req GrantRequest, token, grantID string, now, expires time.Time) Record {
 	return Record{
 		Group: req.Group.Name, Kind: req.Kind, OperationID: req.OperationID,
 		Instance: req.Instance, Holder: req.Holder, State: StateActive,
-		TokenHash: HashToken(token), ExpiresAt: expires,
+		TokenHash: HashToken(token), GrantID: grantID, ExpiresAt: expires,
 		TopologyGeneration: req.TopologyGeneration, GrantTime: now,
 	}
 }
@@ -196,7 +216,7 @@ func (s *Store) grantHold(ctx context.Context, req GrantRequest) (Grant, error) 
 	if err := s.requireMigrationHolder(ctx, g, req.OperationID, req.Instance, now); err != nil {
 		return Grant{}, err
 	}
-	token, err := newToken()
+	token, grantID, err := newTokenAndGrantID()
 	if err != nil {
 		return Grant{}, err
 	}
@@ -205,7 +225,7 @@ func (s *Store) grantHold(ctx context.Context, req GrantRequest) (Grant, error) 
 		if exists && r.State == StateRevoked {
 			return &RevokedError{Reason: r.RevokedReason}
 		}
-		*r = s.freshRecord(req, token, now, expires)
+		*r = s.freshRecord(req, token, grantID, now, expires)
 		return nil
 	})
 	if err != nil {
@@ -347,7 +367,9 @@ func (s *Store) Release(ctx context.Context, g GroupRef, kind Kind, op, token st
 		return err
 	}
 	if kind == KindMigration {
-		return s.clearMutex(ctx, g, op)
+		// Only the grant released here: a same-operation re-grant that
+		// raced this release already owns the mutex with a new grant id.
+		return s.clearMutexIf(ctx, g, func(m mutexState) bool { return m.ownedBy(rec) })
 	}
 	return nil
 }
@@ -577,23 +599,23 @@ func (s *Store) getMutex(ctx context.Context, g GroupRef) (mutexState, error) {
 	return leaseToMutex(l)
 }
 
-// updateMutex is updateRecord for the group's mutex; it returns the holder
-// before the change.
-func (s *Store) updateMutex(ctx context.Context, g GroupRef, mutate func(m *mutexState) error) (string, error) {
+// updateMutex is updateRecord for the group's mutex; it returns the mutex
+// as it was before the change.
+func (s *Store) updateMutex(ctx context.Context, g GroupRef, mutate func(m *mutexState) error) (mutexState, error) {
 	for range casAttempts {
 		l, err := s.leases(g.Namespace).Get(ctx, mutexName(g.Name), metav1.GetOptions{})
 		if err != nil && !apierrors.IsNotFound(err) {
-			return "", err
+			return mutexState{}, err
 		}
 		var m mutexState
 		if err == nil {
 			if m, err = leaseToMutex(l); err != nil {
-				return "", err
+				return mutexState{}, err
 			}
 		} else {
 			l = nil
 		}
-		prev := m.OperationID
+		prev := m
 		if err := mutate(&m); err != nil {
 			return prev, err
 		}
@@ -608,10 +630,11 @@ func (s *Store) updateMutex(ctx context.Context, g GroupRef, mutate func(m *mute
 		}
 		return prev, err
 	}
-	return "", ErrContention
+	return mutexState{}, ErrContention
 }
 
-// clearMutex frees the mutex if op holds it.
+// clearMutex frees the mutex if op holds it (any grant of op: a revoked
+// operation has no grant left that may keep it).
 func (s *Store) clearMutex(ctx context.Context, g GroupRef, op string) error {
 	return s.clearMutexIf(ctx, g, func(m mutexState) bool { return m.OperationID == op })
 }
@@ -621,7 +644,7 @@ func (s *Store) clearMutexIf(ctx context.Context, g GroupRef, cond func(mutexSta
 		if !m.exists || m.OperationID == "" || !cond(*m) {
 			return errNoChange
 		}
-		m.OperationID, m.Instance = "", ""
+		m.OperationID, m.Instance, m.GrantID = "", "", ""
 		return nil
 	})
 	if errors.Is(err, errNoChange) {

@@ -1,10 +1,14 @@
 package integration_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
+	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -17,9 +21,14 @@ import (
 )
 
 // newStore is one operator process's store: its own client, no shared state.
-func (e *env) newStore() *deploylease.Store {
+func (e *env) newStore() *deploylease.Store { return e.newStoreWrapped(nil) }
+
+// newStoreWrapped is newStore whose API server traffic passes through wrap
+// (nil: none), so a test can act between two of the store's requests.
+func (e *env) newStoreWrapped(wrap func(http.RoundTripper) http.RoundTripper) *deploylease.Store {
 	rc := rest.CopyConfig(cp.Config)
 	rc.QPS, rc.Burst = 2000, 4000
+	rc.WrapTransport = wrap
 	kube, err := kubernetes.NewForConfig(rc)
 	if err != nil {
 		e.t.Fatal(err)
@@ -108,4 +117,76 @@ func TestStoresNeverGrantTwoLiveMigrationLeases(t *testing.T) {
 		t.Fatalf("too little happened to mean anything: %d grants, %d checks", grants.Load(), checks)
 	}
 	t.Logf("%d grants, %d snapshot checks", grants.Load(), checks)
+}
+
+// afterWrite calls hook once, right after the API server accepted a PUT of
+// the Lease name whose body contains marker (the client may send protobuf,
+// which carries the annotation's JSON unescaped, or JSON, which escapes its
+// quotes; both spellings count).
+type afterWrite struct {
+	next   http.RoundTripper
+	name   string
+	marker []byte
+	once   sync.Once
+	hook   func()
+}
+
+func (a *afterWrite) RoundTrip(req *http.Request) (*http.Response, error) {
+	var body []byte
+	if req.Method == http.MethodPut && strings.HasSuffix(req.URL.Path, "/leases/"+a.name) && req.Body != nil {
+		body, _ = io.ReadAll(req.Body)
+		req.Body.Close()
+		req.Body = io.NopCloser(bytes.NewReader(body))
+	}
+	resp, err := a.next.RoundTrip(req)
+	if err == nil && resp.StatusCode == http.StatusOK && (bytes.Contains(body, a.marker) || bytes.Contains(body, bytes.ReplaceAll(a.marker, []byte(`"`), []byte(`\"`)))) {
+		a.once.Do(a.hook)
+	}
+	return resp, err
+}
+
+// TestReleaseRacingARegrantOfTheSameOperation: a release marks the record
+// Released, and before it frees the mutex the same operation is granted
+// again (a client that did not serialize its release and re-grant). The
+// release must leave the mutex to the re-grant: otherwise another operation
+// could take the mutex while the re-grant's lease is live.
+func TestReleaseRacingARegrantOfTheSameOperation(t *testing.T) {
+	f := newFixture(t)
+	ref := f.groupRef()
+	plain := f.newStore()
+	grant := func(op string) (deploylease.Grant, error) {
+		return plain.Grant(f.ctx, deploylease.GrantRequest{Group: ref, Kind: deploylease.KindMigration, OperationID: op,
+			Instance: "orders-app", TTL: 60 * time.Second, TopologyGeneration: 3})
+	}
+	first, err := grant(opA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var regrant deploylease.Grant
+	var regrantErr error
+	hooked := &afterWrite{name: "bloodraven-deploy.orders.migration." + opA, marker: []byte(`"state":"Released"`)}
+	hooked.hook = func() { regrant, regrantErr = grant(opA) }
+	releasing := f.newStoreWrapped(func(rt http.RoundTripper) http.RoundTripper { hooked.next = rt; return hooked })
+
+	if err := releasing.Release(f.ctx, ref, deploylease.KindMigration, opA, first.Token); err != nil {
+		t.Fatalf("release: %v", err)
+	}
+	if regrantErr != nil || regrant.Token == "" {
+		t.Fatalf("the re-grant did not run between the release's two writes: %v", regrantErr)
+	}
+	// The re-grant's lease is live and still owns the mutex.
+	if _, err := grant(opB); !errors.Is(err, deploylease.ErrMutexHeld) {
+		t.Fatalf("another operation's grant: %v, want ErrMutexHeld while the re-grant is live", err)
+	}
+	if _, err := plain.Renew(f.ctx, deploylease.RenewRequest{Group: ref, Kind: deploylease.KindMigration, OperationID: opA,
+		Token: regrant.Token, TTL: 60 * time.Second, TopologyGeneration: 3}); err != nil {
+		t.Fatalf("renewal of the re-grant: %v", err)
+	}
+	// Releasing the re-grant frees the mutex as usual.
+	if err := plain.Release(f.ctx, ref, deploylease.KindMigration, opA, regrant.Token); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := grant(opB); err != nil {
+		t.Fatalf("grant after the release: %v", err)
+	}
 }
