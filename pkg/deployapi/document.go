@@ -86,6 +86,11 @@ func buildDocument(g *v1alpha1.MysqlFailoverGroup, recs []deploylease.Record, no
 
 func isTrue(c *metav1.Condition) bool { return c != nil && c.Status == metav1.ConditionTrue }
 
+// health renders the health block with the same rules as the stability
+// function, so the document never shows, say, stable=true next to
+// replicationRunning=false: readers and status entries of sites no longer
+// declared never count, a declared follower never observed is not
+// replicating, and an old primary's divergence report is pending recovery.
 func health(g *v1alpha1.MysqlFailoverGroup) Health {
 	var h Health
 	h.Ready = isTrue(meta.FindStatusCondition(g.Status.Conditions, v1alpha1.ConditionReady))
@@ -99,7 +104,7 @@ func health(g *v1alpha1.MysqlFailoverGroup) Health {
 	}
 	h.ReplicationRunning = true
 	for _, s := range g.Status.Sites {
-		if s.RecoveryState != "" {
+		if s.RecoveryState != "" || (s.DivergenceDetectedBy == v1alpha1.DivergenceByOldPrimaryRecovery && s.DivergentGTID != "") {
 			h.RecoveryPending = true
 		}
 		if s.Name == g.Status.ActiveSite {
@@ -108,7 +113,8 @@ func health(g *v1alpha1.MysqlFailoverGroup) Health {
 		if s.SecondsBehindSource != nil {
 			h.ReplicationLagSeconds = max(h.ReplicationLagSeconds, float64(*s.SecondsBehindSource))
 		}
-		if roles[s.Name] == v1alpha1.SiteRoleReadOnly {
+		role, declared := roles[s.Name]
+		if !declared || role == v1alpha1.SiteRoleReadOnly {
 			continue
 		}
 		if s.Replication != v1alpha1.ReplicationRunning {

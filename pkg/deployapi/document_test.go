@@ -64,6 +64,45 @@ func TestBuildDocumentHealthAndLeases(t *testing.T) {
 	}
 }
 
+// TestHealthAgreesWithStability: the health block never contradicts
+// stable/unstableReason, which come from the stability function.
+func TestHealthAgreesWithStability(t *testing.T) {
+	now := time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name               string
+		edit               func(*v1.MysqlFailoverGroup)
+		reason             string
+		replicationRunning bool
+		recoveryPending    bool
+	}{
+		{name: "healthy", edit: func(*v1.MysqlFailoverGroup) {}, replicationRunning: true},
+		{name: "a stopped status entry of a site no longer declared", replicationRunning: true, edit: func(g *v1.MysqlFailoverGroup) {
+			g.Status.Sites = append(g.Status.Sites, v1.SiteStatus{Name: "gone", State: v1.SiteReadOnly, Replication: v1.ReplicationStopped})
+		}},
+		{name: "a declared follower never observed", reason: "ReplicationNotRunning", edit: func(g *v1.MysqlFailoverGroup) {
+			g.Status.Sites = g.Status.Sites[:1]
+		}},
+		{name: "an old primary's divergence report", reason: "RecoveryPending", replicationRunning: true, recoveryPending: true, edit: func(g *v1.MysqlFailoverGroup) {
+			g.Status.Sites[1].DivergenceDetectedBy = v1.DivergenceByOldPrimaryRecovery
+			g.Status.Sites[1].DivergentGTID = "3e11fa47-71ca-11e1-9e33-c80aa9429562:23"
+		}},
+		{name: "a replica's divergence report", replicationRunning: true, edit: func(g *v1.MysqlFailoverGroup) {
+			g.Status.Sites[1].DivergenceDetectedBy = v1.DivergenceByReplicaAudit
+			g.Status.Sites[1].DivergentGTID = "3e11fa47-71ca-11e1-9e33-c80aa9429562:23"
+		}},
+	} {
+		g := healthyGroup()
+		tc.edit(g)
+		doc := buildDocument(g, nil, now)
+		if doc.UnstableReason != tc.reason || doc.Stable != (tc.reason == "") {
+			t.Errorf("%s: stable=%v unstableReason=%q, want reason %q", tc.name, doc.Stable, doc.UnstableReason, tc.reason)
+		}
+		if doc.Health.ReplicationRunning != tc.replicationRunning || doc.Health.RecoveryPending != tc.recoveryPending {
+			t.Errorf("%s: health %+v, want replicationRunning=%v recoveryPending=%v", tc.name, doc.Health, tc.replicationRunning, tc.recoveryPending)
+		}
+	}
+}
+
 func TestPlannedFailoverViewAndBlocks(t *testing.T) {
 	for _, tc := range []struct {
 		pf                 *v1.PlannedFailoverStatus
