@@ -65,15 +65,47 @@ func TestAuthenticationAndForbidden(t *testing.T) {
 	f.expect(f.do(f.op, "DELETE", leasePath("orders", "migration", opA), stranger, nil, map[string]string{deployapi.LeaseTokenHeader: "x"}), 403, "forbidden")
 	f.expect(f.do(f.op, "DELETE", leasePath("orders", "migration", opA), "", nil, map[string]string{deployapi.LeaseTokenHeader: "x"}), 401, "unauthenticated")
 
+	// An existing lease: its token does not stand in for authorization.
+	g := f.do(f.op, "POST", path+"/leases", f.token, grantBody("migration", opA, "orders-app", 30), nil)
+	f.expect(g, 201, "")
+	mig := leasePath("orders", "migration", opA)
+	for _, r := range []response{
+		f.do(f.op, "PUT", mig, stranger, map[string]any{"token": g.str("token")}, nil),
+		f.do(f.op, "DELETE", mig, stranger, nil, map[string]string{deployapi.LeaseTokenHeader: g.str("token")}),
+	} {
+		f.expect(r, 403, "forbidden")
+		if r.raw != `{"error":"forbidden"}`+"\n" {
+			t.Fatalf("403 body %q reveals more than forbidden", r.raw)
+		}
+	}
+	f.expect(f.do(f.op, "PUT", mig, "", map[string]any{"token": g.str("token")}, nil), 401, "unauthenticated")
+	f.expect(f.do(f.op, "PUT", mig, wrongAudience, map[string]any{"token": g.str("token")}, nil), 401, "unauthenticated")
+	// The refused release released nothing.
+	f.expect(f.do(f.op, "PUT", mig, f.token, map[string]any{"token": g.str("token")}, nil), 200, "")
+
 	// Unknown paths and methods.
 	f.expect(f.do(f.op, "GET", "/deploy/v1/other", f.token, nil, nil), 404, "not_found")
 	f.expect(f.do(f.op, "PATCH", path, f.token, nil, nil), 405, "method_not_allowed")
 
-	// Unauthorized requests log group="" (no arbitrary path in a log field).
+	// Unauthenticated and unauthorized requests log group="" (no arbitrary
+	// path in a log field); authorized ones name the group.
+	var refused, authorized int
 	for _, rec := range f.logRecords() {
-		if rec["status"] == float64(403) && rec["group"] != "" {
-			t.Fatalf("a forbidden request logged group %q", rec["group"])
+		switch rec["status"] {
+		case float64(401), float64(403):
+			refused++
+			if rec["group"] != "" || rec["namespace"] != "" {
+				t.Fatalf("a refused request logged group %q namespace %q", rec["group"], rec["namespace"])
+			}
+		case float64(200), float64(201):
+			authorized++
+			if rec["group"] != "orders" || rec["namespace"] != f.ns {
+				t.Fatalf("an authorized request logged group %q namespace %q", rec["group"], rec["namespace"])
+			}
 		}
+	}
+	if refused < 10 || authorized < 3 {
+		t.Fatalf("%d refused and %d authorized log records, fewer than sent", refused, authorized)
 	}
 }
 
@@ -377,8 +409,22 @@ func TestMigrationMutexAndHolds(t *testing.T) {
 	// Holds only for the holder's operation and instance.
 	f.expect(f.do(f.op, "POST", leases, f.token, grantBody("failover-hold", opB, "orders-app", 30), nil), 409, "not_migration_holder")
 	f.expect(f.do(f.op, "POST", leases, f.token, grantBody("failover-hold", opA, "orders-reports", 30), nil), 409, "not_migration_holder")
+	// A same-operation hold re-grant: a new token (ttlSeconds clamped to
+	// 120), and the previous hold token stops working.
+	before := f.clock.Now()
+	h0 := f.do(f.op, "POST", leases, f.token, grantBody("failover-hold", opA, "orders-app", 1000), nil)
+	f.expect(h0, 201, "")
+	checkTTL(t, h0, before, 120)
+	if h0.str("kind") != "failover-hold" || h0.str("operationId") != opA || h0.str("instance") != "orders-app" {
+		t.Fatalf("hold grant body: %s", h0.raw)
+	}
 	h := f.do(f.op, "POST", leases, f.token, grantBody("failover-hold", opA, "orders-app", 20), nil)
 	f.expect(h, 201, "")
+	if h.str("token") == h0.str("token") {
+		t.Fatal("hold re-grant returned the same token")
+	}
+	f.expect(f.do(f.op, "PUT", leasePath("orders", "failover-hold", opA), f.token, map[string]any{"token": h0.str("token"), "ttlSeconds": 20}, nil), 403, "lease_token_mismatch")
+	f.expect(f.do(f.op, "DELETE", leasePath("orders", "failover-hold", opA), f.token, nil, map[string]string{deployapi.LeaseTokenHeader: h0.str("token")}), 403, "lease_token_mismatch")
 
 	doc := f.do(f.op, "GET", "/deploy/v1/groups/orders", f.token, nil, nil)
 	f.expect(doc, 200, "")
@@ -512,8 +558,29 @@ func TestConcurrentGrantsThroughTwoInstances(t *testing.T) {
 
 func TestNotLeader(t *testing.T) {
 	f := newFixture(t)
+	g := f.do(f.op, "POST", "/deploy/v1/groups/orders/leases", f.token, grantBody("migration", opA, "orders-app", 30), nil)
+	f.expect(g, 201, "")
 	follower := f.newInstance(func(c *deployapi.Config) { c.IsLeader = func() bool { return false } })
-	f.expect(f.do(follower, "GET", "/deploy/v1/groups/orders", f.token, nil, nil), 503, "not_leader")
+	mig := leasePath("orders", "migration", opA)
+	for _, r := range []response{
+		f.do(follower, "GET", "/deploy/v1/groups/orders", f.token, nil, nil),
+		f.do(follower, "POST", "/deploy/v1/groups/orders/leases", f.token, grantBody("migration", opB, "orders-app", 30), nil),
+		f.do(follower, "PUT", mig, f.token, map[string]any{"token": g.str("token")}, nil),
+		f.do(follower, "DELETE", mig, f.token, nil, map[string]string{deployapi.LeaseTokenHeader: g.str("token")}),
+		f.do(follower, "GET", "/deploy/v1/groups/orders", "", nil, nil), // before authentication too
+	} {
+		f.expect(r, 503, "not_leader")
+		if r.raw != `{"error":"not_leader"}`+"\n" {
+			t.Fatalf("503 body %q", r.raw)
+		}
+	}
+	// The follower changed nothing: the lease is still the leader's to renew.
+	f.expect(f.do(f.op, "PUT", mig, f.token, map[string]any{"token": g.str("token")}, nil), 200, "")
+	for _, rec := range f.logRecords() {
+		if rec["status"] == float64(503) && rec["group"] != "" {
+			t.Fatalf("a follower's answer logged group %q", rec["group"])
+		}
+	}
 }
 
 func TestHoldWithdrawnWhenClaimAppearsDuringGrant(t *testing.T) {
@@ -540,5 +607,89 @@ func TestHoldWithdrawnWhenClaimAppearsDuringGrant(t *testing.T) {
 	sum, err := f.op.store.Holds(f.ctx, ref, 3)
 	if err != nil || sum.Held {
 		t.Fatalf("a withdrawn hold still counts: %+v %v", sum, err)
+	}
+}
+
+// storedExpiry reads a record's expiresAt from the API server.
+func (f *fixture) storedExpiry(kind deploylease.Kind, op string) time.Time {
+	f.t.Helper()
+	r, ok, err := f.op.store.Get(f.ctx, f.ns, "orders", kind, op)
+	if err != nil || !ok {
+		f.t.Fatalf("read %s %s: %v (found %v)", kind, op, err, ok)
+	}
+	return r.ExpiresAt
+}
+
+// TestUnconfirmedTransitionAnswers423AndExtendsNothing: while an active-site
+// change is recorded but not confirmed, renewals and grants answer 423 with
+// unstableReason, and a 423 renewal leaves the stored expiry where it was.
+func TestUnconfirmedTransitionAnswers423AndExtendsNothing(t *testing.T) {
+	f := newFixture(t)
+	leases := "/deploy/v1/groups/orders/leases"
+	a := f.do(f.op, "POST", leases, f.token, grantBody("migration", opA, "orders-app", 60), nil)
+	f.expect(a, 201, "")
+	h := f.do(f.op, "POST", leases, f.token, grantBody("failover-hold", opA, "orders-app", 60), nil)
+	f.expect(h, 201, "")
+	migExp, holdExp := f.storedExpiry(deploylease.KindMigration, opA), f.storedExpiry(deploylease.KindFailoverHold, opA)
+
+	f.editStatus(f.ns, "orders", func(s *v1.MysqlFailoverGroupStatus) {
+		s.Transition = &v1.Transition{ID: "t-3", Kind: v1.TransitionAutomatic, SourceSite: "iad", TargetSite: "pdx", TopologyGeneration: 4, Step: v1.StepFencingSource, StartTime: metav1.Now()}
+	})
+	f.clock.Advance(10 * time.Second) // a successful renewal would move expiresAt
+	for _, r := range []response{
+		f.do(f.op, "PUT", leasePath("orders", "migration", opA), f.token, map[string]any{"token": a.str("token"), "ttlSeconds": 60}, nil),
+		f.do(f.op, "PUT", leasePath("orders", "failover-hold", opA), f.token, map[string]any{"token": h.str("token"), "ttlSeconds": 60}, nil),
+		f.do(f.op, "POST", leases, f.token, grantBody("failover-hold", opA, "orders-app", 60), nil),
+		f.do(f.op, "POST", leases, f.token, grantBody("migration", opB, "orders-app", 60), nil),
+	} {
+		f.expect(r, 423, "unstable")
+		if r.str("unstableReason") != "TopologyTransition" || r.str("expiresAt") != "" || r.str("token") != "" {
+			t.Fatalf("423 body %s", r.raw)
+		}
+	}
+	if got := f.storedExpiry(deploylease.KindMigration, opA); !got.Equal(migExp) {
+		t.Fatalf("a 423 renewal moved the migration expiry from %s to %s", migExp, got)
+	}
+	if got := f.storedExpiry(deploylease.KindFailoverHold, opA); !got.Equal(holdExp) {
+		t.Fatalf("a 423 renewal moved the hold expiry from %s to %s", holdExp, got)
+	}
+
+	// Confirmed without a generation change: the same tokens renew again
+	// (the refused hold re-grant replaced nothing).
+	f.editStatus(f.ns, "orders", func(s *v1.MysqlFailoverGroupStatus) { s.Transition = nil })
+	f.expect(f.do(f.op, "PUT", leasePath("orders", "migration", opA), f.token, map[string]any{"token": a.str("token"), "ttlSeconds": 60}, nil), 200, "")
+	f.expect(f.do(f.op, "PUT", leasePath("orders", "failover-hold", opA), f.token, map[string]any{"token": h.str("token"), "ttlSeconds": 60}, nil), 200, "")
+}
+
+// TestMutexAfterLeaderHandoverWaitsOutClockSkew: the operator that granted
+// the lease goes away; the new leader's clock runs ahead of the old one's
+// (by less than the 2 s skew these tests configure). It already sees the
+// lease expired, yet hands the mutex to another operation only once
+// expiresAt plus the skew has passed on its own clock.
+func TestMutexAfterLeaderHandoverWaitsOutClockSkew(t *testing.T) {
+	f := newFixture(t)
+	leases := "/deploy/v1/groups/orders/leases"
+	f.database(f.ns, "orders-reports", "orders", client(f.appNS, "deployer"))
+	a := f.do(f.op, "POST", leases, f.token, grantBody("migration", opA, "orders-app", 5), nil)
+	f.expect(a, 201, "")
+	exp, err := time.Parse(time.RFC3339Nano, a.str("expiresAt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.op.server.Close()
+
+	ahead := &clock{}
+	next := f.newInstanceOn(ahead)
+	// The old leader's clock reads expiresAt-1s, the new one's expiresAt+0.5s.
+	f.clock.Set(exp.Add(-time.Second))
+	ahead.Set(exp.Add(500 * time.Millisecond))
+	f.expect(f.do(next, "PUT", leasePath("orders", "migration", opA), f.token, map[string]any{"token": a.str("token")}, nil), 404, "not_found")
+	f.expect(f.do(next, "POST", leases, f.token, grantBody("migration", opB, "orders-reports", 30), nil), 409, "lease_held")
+	// Past expiresAt plus the skew on the new leader's clock.
+	ahead.Set(exp.Add(2*time.Second + 100*time.Millisecond))
+	b := f.do(next, "POST", leases, f.token, grantBody("migration", opB, "orders-reports", 30), nil)
+	f.expect(b, 201, "")
+	if b.str("operationId") != opB {
+		t.Fatalf("grant body %s", b.raw)
 	}
 }

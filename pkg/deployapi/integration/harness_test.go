@@ -49,6 +49,13 @@ func (c *clock) Advance(d time.Duration) {
 	c.mu.Unlock()
 }
 
+// Set makes the clock read t now (and run on from there).
+func (c *clock) Set(t time.Time) {
+	c.mu.Lock()
+	c.offset = time.Until(t)
+	c.mu.Unlock()
+}
+
 // env is one test's world: its namespaces, clients, an operator instance
 // (store + handler) behind a real TLS server, and the secrets it saw, which
 // must never appear in the captured logs.
@@ -87,6 +94,12 @@ type instance struct {
 
 func (e *env) newInstance(opts ...func(*deployapi.Config)) *instance {
 	e.t.Helper()
+	return e.newInstanceOn(e.clock, opts...)
+}
+
+// newInstanceOn is newInstance on its own operator clock (another node's).
+func (e *env) newInstanceOn(clk *clock, opts ...func(*deployapi.Config)) *instance {
+	e.t.Helper()
 	// Each instance has its own clients, as separate processes would; the
 	// client-side rate limit is raised so the benchmark measures the API
 	// server, not client throttling.
@@ -100,11 +113,11 @@ func (e *env) newInstance(opts ...func(*deployapi.Config)) *instance {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	store := deploylease.New(kube, deploylease.Options{Now: e.clock.Now, MaxClockSkew: 2 * time.Second})
+	store := deploylease.New(kube, deploylease.Options{Now: clk.Now, MaxClockSkew: 2 * time.Second})
 	cfg := deployapi.Config{
 		Kube: kube, Shipstream: ship, Store: store,
 		Logger: slog.New(slog.NewJSONHandler(e.logs, nil)),
-		Now:    e.clock.Now,
+		Now:    clk.Now,
 	}
 	for _, o := range opts {
 		o(&cfg)

@@ -58,6 +58,18 @@ func (f *fixture) startController() *ctrl.Controller {
 	return c
 }
 
+// checkProjectedSeconds checks a Lease's spec.leaseDurationSeconds.
+func (f *fixture) checkProjectedSeconds(name string, want int32) {
+	f.t.Helper()
+	l, err := f.kube.CoordinationV1().Leases(f.ns).Get(f.ctx, name, metav1.GetOptions{})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	if l.Spec.LeaseDurationSeconds == nil || *l.Spec.LeaseDurationSeconds != want {
+		f.t.Fatalf("%s: leaseDurationSeconds %v, want %d", name, l.Spec.LeaseDurationSeconds, want)
+	}
+}
+
 func (f *fixture) groupRef() deploylease.GroupRef {
 	g, err := f.ship.ShipstreamV1alpha1().MysqlFailoverGroups(f.ns).Get(f.ctx, "orders", metav1.GetOptions{})
 	if err != nil {
@@ -132,6 +144,9 @@ func TestTopologyChangeRevokesAndTombstonesSurvive(t *testing.T) {
 	}
 	f.waitRevoked(deploylease.KindMigration, opA, deploylease.ReasonTopologyChanged)
 	f.waitRevoked(deploylease.KindFailoverHold, opA, deploylease.ReasonTopologyChanged)
+	// A tombstone projects the minimum duration (the API server refuses 0).
+	f.checkProjectedSeconds("bloodraven-deploy.orders.migration."+opA, 1)
+	f.checkProjectedSeconds("bloodraven-deploy.orders.failover-hold."+opA, 1)
 	f.waitEvents(2, deploylease.ReasonTopologyChanged, a.str("token"), h.str("token"))
 	if n := testutil.ToFloat64(c.Revocations().WithLabelValues("TopologyChanged")); n != 2 {
 		t.Fatalf("revocations_total{reason=TopologyChanged} = %v, want 2", n)
@@ -223,6 +238,7 @@ func TestExpiryRecordedByController(t *testing.T) {
 	if err != nil {
 		t.Fatalf("expiry was not recorded: %v", err)
 	}
+	f.checkProjectedSeconds("bloodraven-deploy.orders.migration."+opA, 1)
 	l, err := f.kube.CoordinationV1().Leases(f.ns).Get(f.ctx, "bloodraven-deploy-mutex.orders", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
