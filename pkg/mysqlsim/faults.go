@@ -90,7 +90,8 @@ func (s *Server) Crash() {
 
 // Restart starts a crashed (or cloned) server again on the same address.
 // Non-persisted global variables return to their configured values, and the
-// replication threads start if they were running, as mysqld does at startup.
+// replication threads start if they were running, as mysqld does at startup
+// (unless Config.SkipReplicaStart).
 func (s *Server) Restart() error {
 	s.mu.Lock()
 	if s.running {

@@ -74,6 +74,33 @@ func TestCrashAndRestart(t *testing.T) {
 	})
 }
 
+// With skip_replica_start=ON (as the operator's my.cnf sets it) a restart
+// leaves replication stopped, so a restarted replica never fetches from a
+// source the operator has not checked; START REPLICA resumes it.
+func TestSkipReplicaStartKeepsThreadsStoppedAfterRestart(t *testing.T) {
+	src := simtest.Start(t, mysqlsim.Config{})
+	rep := simtest.Start(t, mysqlsim.Config{SuperReadOnly: true, SkipReplicaStart: true})
+	replicate(t, rep, src, "")
+	srcDB, repDB := adminDB(t, src), adminDB(t, rep)
+	writeRows(t, srcDB, 1)
+	eventually(t, 10*time.Second, "catch-up", func() (bool, string) {
+		return src.Snapshot().Executed.Equal(rep.Snapshot().Executed), rep.Snapshot().String()
+	})
+	rep.Crash()
+	writeRows(t, srcDB, 2) // written while the replica is down
+	if err := rep.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond) // long enough for a started receiver to fetch (about 1 ms here)
+	if s := rep.Snapshot(); s.IORunning != "No" || s.SQLRunning || s.Executed.Equal(src.Snapshot().Executed) {
+		t.Fatalf("after a restart with skip_replica_start: %s; want both threads stopped and nothing fetched", s)
+	}
+	mustExec(t, repDB, "START REPLICA")
+	eventually(t, 10*time.Second, "START REPLICA resumes from the kept channel", func() (bool, string) {
+		return src.Snapshot().Executed.Equal(rep.Snapshot().Executed), rep.Snapshot().String()
+	})
+}
+
 func TestFreeze(t *testing.T) {
 	srv := simtest.Start(t, mysqlsim.Config{})
 	db := openAs(t, srv, "probe", time.Second)

@@ -73,6 +73,10 @@ type Config struct {
 	TLS *tls.Config
 	// ReadOnly and SuperReadOnly are the values at start (as in my.cnf).
 	ReadOnly, SuperReadOnly bool
+	// SkipReplicaStart is skip_replica_start=ON: at server start (a restart,
+	// or the restart that ends a clone) the replication threads stay
+	// stopped until START REPLICA, whatever they were doing before.
+	SkipReplicaStart bool
 	// ResolveSource maps a SOURCE_HOST/SOURCE_PORT or clone donor given in SQL
 	// to the address to dial. Nil dials host:port as given.
 	ResolveSource func(host string, port int) string
@@ -191,6 +195,9 @@ func (s *Server) Start() error {
 	s.stopped = make(chan struct{})
 	s.wg.Add(1)
 	go s.acceptLoop(ln)
+	if ch := s.st.repl; ch != nil && s.cfg.SkipReplicaStart {
+		ch.ioWanted, ch.sqlWanted = false, false
+	}
 	s.startReplicationLocked()
 	s.log.Info("mysqld started", "addr", s.addr, "serverId", s.cfg.ServerID, "serverUuid", s.cfg.ServerUUID)
 	return nil

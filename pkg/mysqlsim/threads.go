@@ -44,7 +44,8 @@ func (s *Server) resolve(host string, port int) string {
 }
 
 // startReplicationLocked starts the threads START REPLICA asked for (also at
-// server start, as MySQL does without skip_replica_start).
+// server start, as MySQL does without skip_replica_start; Start clears the
+// request first with it).
 func (s *Server) startReplicationLocked() {
 	ch := s.st.repl
 	if ch == nil || !s.running {

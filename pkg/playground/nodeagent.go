@@ -284,9 +284,9 @@ func (a *NodeAgent) startSimLocked(s *siteRuntime) error {
 		"-server-id", strconv.FormatInt(s.plan.ServerID, 10), "-server-uuid", s.plan.ServerUUID,
 		"-users-file", a.usersFile, "-site-addresses", a.mapPath,
 		"-control-addr", s.plan.ControlAddr,
-		// As the rendered my.cnf starts mysqld: fenced until the operator
-		// says otherwise.
-		"-super-read-only",
+		// As the rendered my.cnf starts mysqld: fenced, and replication
+		// stopped, until the operator says otherwise.
+		"-super-read-only", "-skip-replica-start",
 	}
 	p, err := framework.StartProcess("mysqlsim-"+s.plan.Name, "bloodraven-mysqlsim", args, nil,
 		filepath.Join(a.dir, "mysqlsim-"+s.plan.Name+".log"))

@@ -27,6 +27,7 @@ const TLSDir = "/etc/mysql/tls"
 var forcedOptions = []string{
 	"gtid-mode", "enforce-gtid-consistency", "log-replica-updates",
 	"read-only", "super-read-only", "replica-preserve-commit-order", "server-id",
+	"skip-replica-start",
 }
 
 // defaultOptions are the operator's defaults that mysqlConf may override.
@@ -40,7 +41,8 @@ var optionKey = regexp.MustCompile(`^[a-z][a-z0-9.-]*$`)
 
 // MyCnf renders the my.cnf of site i: the operator's forced options (server
 // id, GTID mode, replica updates logged, read-only and super-read-only at
-// start, replica-preserve-commit-order), its defaults, then spec.mysqlConf and
+// start, replica-preserve-commit-order, replication not started at server
+// start), its defaults, then spec.mysqlConf and
 // the site's mysqlConf in that order, keys normalized from underscores to
 // hyphens. It returns the text and the forced options a mysqlConf tried to
 // set (ignored). Bad keys or values are errors naming the field.
@@ -86,6 +88,11 @@ func MyCnf(g *v1alpha1.MysqlFailoverGroup, i int) (string, []string, error) {
 		{"read-only", "ON"},
 		{"super-read-only", "ON"},
 		{"replica-preserve-commit-order", "ON"},
+		// A restarted server (a new pod, the restart that ends a clone) must
+		// not fetch from the source its channel last named: after a failover
+		// that may be the old primary, holding writes the new one lacks.
+		// The operator starts replication once it checked the source.
+		{"skip-replica-start", "ON"},
 	}
 	for _, kv := range forced {
 		writeOption(&b, kv[0], kv[1])

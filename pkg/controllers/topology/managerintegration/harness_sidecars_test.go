@@ -130,7 +130,7 @@ func newFabric(t testing.TB, defs []siteDef, lease, interval time.Duration) *fab
 	lns := map[string]net.Listener{}
 	var entries []devaddr.Entry
 	for _, d := range defs {
-		sim := simtest.Start(t, mysqlsim.Config{Name: d.name, SuperReadOnly: true, ResolveSource: resolve})
+		sim := simtest.Start(t, mysqlsim.Config{Name: d.name, SuperReadOnly: true, SkipReplicaStart: true, ResolveSource: resolve})
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			t.Fatal(err)

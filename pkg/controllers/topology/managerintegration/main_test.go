@@ -97,7 +97,7 @@ func newEnv(t testing.TB, sites []siteDef) *env {
 	}
 	var entries []devaddr.Entry
 	for _, s := range sites {
-		srv := simtest.Start(t, mysqlsim.Config{Name: s.name, SuperReadOnly: true, ResolveSource: resolve})
+		srv := simtest.Start(t, mysqlsim.Config{Name: s.name, SuperReadOnly: true, SkipReplicaStart: true, ResolveSource: resolve})
 		e.sites[s.name] = srv
 		sc := newSidecarStandIn(t, s.name)
 		e.sidecars[s.name] = sc
