@@ -159,7 +159,7 @@ type BackupSchedule struct {
 }
 
 // BackupRetrySpec re-creates failed scheduled backups with exponential backoff.
-// +kubebuilder:validation:XValidation:rule="duration(self.initialBackoff) <= duration(self.maxBackoff)",message="spec.backup.retry.initialBackoff must not exceed spec.backup.retry.maxBackoff"
+// +kubebuilder:validation:XValidation:rule="duration(self.initialBackoff) <= duration(self.maxBackoff)",message="spec.backup.retry.initialBackoff must not exceed spec.backup.retry.maxBackoff",fieldPath=".initialBackoff"
 type BackupRetrySpec struct {
 	// maxAttempts is the number of retries after the first failure; 0
 	// disables retries.

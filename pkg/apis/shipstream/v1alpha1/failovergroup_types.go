@@ -263,8 +263,8 @@ const (
 )
 
 // SiteSpec is one site of the group.
-// +kubebuilder:validation:XValidation:rule="self.role == 'ReadOnly' || has(self.loadBalancerIP)",message="spec.sites[].loadBalancerIP is required for PrimaryCandidate and DisasterRecovery sites"
-// +kubebuilder:validation:XValidation:rule="self.role == 'ReadOnly' || (has(self.taintNodeSelector) && size(self.taintNodeSelector) > 0)",message="spec.sites[].taintNodeSelector is required and non-empty for PrimaryCandidate and DisasterRecovery sites"
+// +kubebuilder:validation:XValidation:rule="self.role == 'ReadOnly' || has(self.loadBalancerIP)",message="spec.sites[].loadBalancerIP is required for PrimaryCandidate and DisasterRecovery sites",fieldPath=".loadBalancerIP"
+// +kubebuilder:validation:XValidation:rule="self.role == 'ReadOnly' || (has(self.taintNodeSelector) && size(self.taintNodeSelector) > 0)",message="spec.sites[].taintNodeSelector is required and non-empty for PrimaryCandidate and DisasterRecovery sites",fieldPath=".taintNodeSelector"
 type SiteSpec struct {
 	// name identifies the site (for example iad). It is part of the site's
 	// PVC and Service names: a DNS label of at most 20 characters, and the
@@ -306,11 +306,11 @@ type SiteSpec struct {
 	TaintNodeSelector map[string]string `json:"taintNodeSelector,omitempty"`
 
 	// loadBalancerIP is the IPv4 address the group's DNS name points at while
-	// this site is active. Required for PrimaryCandidate and
-	// DisasterRecovery; accepted and ignored on readers.
+	// this site is active (0.0.0.0 is refused). Required for PrimaryCandidate
+	// and DisasterRecovery; accepted and ignored on readers.
 	// +optional
 	// +kubebuilder:validation:MaxLength=15
-	// +kubebuilder:validation:XValidation:rule="isIP(self) && ip(self).family() == 4",message="spec.sites[].loadBalancerIP must be an IPv4 address"
+	// +kubebuilder:validation:XValidation:rule="isIP(self) && ip(self).family() == 4 && !ip(self).isUnspecified()",message="spec.sites[].loadBalancerIP must be an IPv4 address other than 0.0.0.0"
 	LoadBalancerIP string `json:"loadBalancerIP,omitempty"`
 
 	// storage is the site's data volume. Immutable.
@@ -336,8 +336,8 @@ type SiteSpec struct {
 
 // StorageSpec is a site's persistent volume. Both fields are immutable; the
 // size is compared by value, so 1Gi and 1024Mi are the same.
-// +kubebuilder:validation:XValidation:rule="self.storageClassName == oldSelf.storageClassName",message="spec.sites[].storage.storageClassName is immutable"
-// +kubebuilder:validation:XValidation:rule="!isQuantity(self.size) || !isQuantity(oldSelf.size) || quantity(self.size).compareTo(quantity(oldSelf.size)) == 0",message="spec.sites[].storage.size is immutable"
+// +kubebuilder:validation:XValidation:rule="self.storageClassName == oldSelf.storageClassName",message="spec.sites[].storage.storageClassName is immutable",fieldPath=".storageClassName"
+// +kubebuilder:validation:XValidation:rule="!isQuantity(self.size) || !isQuantity(oldSelf.size) || quantity(self.size).compareTo(quantity(oldSelf.size)) == 0",message="spec.sites[].storage.size is immutable",fieldPath=".size"
 type StorageSpec struct {
 	// storageClassName of the site's PersistentVolumeClaim.
 	// +required
@@ -470,7 +470,7 @@ type SplitBrainPolicySpec struct {
 }
 
 // SidecarSpec configures the Bloodraven sidecar of every MySQL pod.
-// +kubebuilder:validation:XValidation:rule="!has(self.peerCheckInterval) || !has(self.leaseTimeout) || duration(self.peerCheckInterval) < duration(self.leaseTimeout)",message="spec.sidecar.peerCheckInterval must be shorter than spec.sidecar.leaseTimeout"
+// +kubebuilder:validation:XValidation:rule="!has(self.peerCheckInterval) || !has(self.leaseTimeout) || duration(self.peerCheckInterval) < duration(self.leaseTimeout)",message="spec.sidecar.peerCheckInterval must be shorter than spec.sidecar.leaseTimeout",fieldPath=".peerCheckInterval"
 type SidecarSpec struct {
 	// image of the sidecar. Leave it unset to run the sidecar image that the
 	// operator release ships with; a pin should match the operator's release.
