@@ -482,10 +482,20 @@ func TestExpiryOnTheOperatorClock(t *testing.T) {
 	f.database(f.ns, "orders-reports", "orders", client(f.appNS, "deployer"))
 	a := f.do(f.op, "POST", leases, f.token, grantBody("migration", opA, "orders-app", 5), nil)
 	f.expect(a, 201, "")
+	h := f.do(f.op, "POST", leases, f.token, grantBody("failover-hold", opA, "orders-app", 30), nil)
+	f.expect(h, 201, "")
 	f.clock.Advance(4 * time.Second)
-	f.expect(f.do(f.op, "PUT", leasePath("orders", "migration", opA), f.token, map[string]any{"token": a.str("token"), "ttlSeconds": 5}, nil), 200, "")
+	r := f.do(f.op, "PUT", leasePath("orders", "migration", opA), f.token, map[string]any{"token": a.str("token"), "ttlSeconds": 5}, nil)
+	f.expect(r, 200, "")
+	if _, ok := r.body["token"]; ok {
+		t.Fatalf("a renewal returned a token: %s", r.raw)
+	}
 	f.clock.Advance(5*time.Second + 100*time.Millisecond) // now > expiresAt
 	f.expect(f.do(f.op, "PUT", leasePath("orders", "migration", opA), f.token, map[string]any{"token": a.str("token"), "ttlSeconds": 5}, nil), 404, "not_found")
+	// The hold outlives its migration lease only until its own expiry: it
+	// cannot be renewed any more.
+	f.expect(f.do(f.op, "PUT", leasePath("orders", "failover-hold", opA), f.token, map[string]any{"token": h.str("token"), "ttlSeconds": 30}, nil), 404, "not_found")
+	f.expect(f.do(f.op, "DELETE", leasePath("orders", "failover-hold", opA), f.token, nil, map[string]string{deployapi.LeaseTokenHeader: h.str("token")}), 204, "")
 	doc := f.do(f.op, "GET", "/deploy/v1/groups/orders", f.token, nil, nil)
 	if n := len(doc.body["leases"].([]any)); n != 0 {
 		t.Fatalf("an expired lease is listed: %s", doc.raw)
