@@ -339,3 +339,71 @@ func TestPrinterColumnsAndShortNames(t *testing.T) {
 		t.Errorf("kubectl get bloodraven (category) = %q, %v; want the group listed", out, err)
 	}
 }
+
+// TestDefaultsOfOptionalBlocks checks the defaults the seeds give inside
+// blocks a minimal group omits (Dragonfly, PITR, retries, verification) on
+// what the API server stored, and that a sanity check's timeout defaults on
+// a MysqlBackupVerification too.
+func TestDefaultsOfOptionalBlocks(t *testing.T) {
+	ns := cp.NewNamespace(t)
+	cs := clientset(t).ShipstreamV1alpha1()
+	dc := dynamicClient(t)
+
+	g := object(t, minimalGroup)
+	apply(t, g,
+		set("spec.backup", `{profiles: [{name: p, storage: {type: S3, s3: {bucket: bkt, prefix: x}},
+			verification: {enabled: true, schedule: '0 6 * * 0', sanityCheck: {query: 'SELECT 1'}}}],
+			pitr: {enabled: true, profileName: p}, retry: {}}`),
+		set("spec.dragonfly", "{enabled: true, image: 'dragonfly:v1.38.0', auth: {passwordSecretKeyRef: {name: df}}}"),
+	)
+	if _, err := create(t, dc, ns, g); err != nil {
+		t.Fatal(err)
+	}
+	got, err := cs.MysqlFailoverGroups(ns).Get(ctx(t), "orders", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := got.Spec
+	checks := []struct {
+		field string
+		got   any
+		want  any
+	}{
+		{"spec.backup.backoffLimit", *s.Backup.BackoffLimit, int32(2)},
+		{"spec.backup.maxLagSecondsForSource", *s.Backup.MaxLagSecondsForSource, int32(300)},
+		{"spec.backup.retry.initialBackoff", s.Backup.Retry.InitialBackoff.Duration, time.Minute},
+		{"spec.backup.retry.maxBackoff", s.Backup.Retry.MaxBackoff.Duration, 30 * time.Minute},
+		{"spec.backup.pitr.maxBinlogSize", s.Backup.PITR.MaxBinlogSize, "100M"},
+		{"spec.backup.pitr.archivePollInterval", s.Backup.PITR.ArchivePollInterval.Duration, time.Minute},
+		{"spec.backup.profiles[0].verification.sanityCheck.timeout", s.Backup.Profiles[0].Verification.SanityCheck.Timeout.Duration, time.Minute},
+		{"spec.dragonfly.port", *s.Dragonfly.Port, int32(6379)},
+		{"spec.dragonfly.adminPort", *s.Dragonfly.AdminPort, int32(9999)},
+		{"spec.dragonfly.plannedFailover.maxSyncWait", s.Dragonfly.PlannedFailover.MaxSyncWait.Duration, 30 * time.Second},
+		{"spec.dragonfly.plannedFailover.onSyncTimeout", s.Dragonfly.PlannedFailover.OnSyncTimeout, v1.DragonflyOnSyncTimeout("Proceed")},
+		{"spec.dragonfly.auth.passwordSecretKeyRef.key", s.Dragonfly.Auth.PasswordSecretKeyRef.Key, "password"},
+	}
+	for _, c := range checks {
+		if c.got != c.want {
+			t.Errorf("%s = %v, want %v", c.field, c.got, c.want)
+		}
+	}
+	if s.Dragonfly.ProactorThreads != nil || s.Dragonfly.MaxMemory != "" {
+		t.Errorf("spec.dragonfly proactorThreads=%v maxMemory=%q, want both unset (Dragonfly's own defaults)", s.Dragonfly.ProactorThreads, s.Dragonfly.MaxMemory)
+	}
+	if s.Backup.Profiles[0].Verification.TTLSecondsAfterFinished != nil {
+		t.Errorf("profile verification ttlSecondsAfterFinished = %d, want unset (no default in v1.7.0)", *s.Backup.Profiles[0].Verification.TTLSecondsAfterFinished)
+	}
+
+	v := object(t, minimalVerification)
+	apply(t, v, set("spec.sanityCheck", "{query: 'SELECT COUNT(*) FROM orders.orders'}"))
+	if _, err := create(t, dc, ns, v); err != nil {
+		t.Fatal(err)
+	}
+	mbv, err := cs.MysqlBackupVerifications(ns).Get(ctx(t), "v1", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := mbv.Spec.SanityCheck.Timeout; d == nil || d.Duration != time.Minute {
+		t.Errorf("MysqlBackupVerification spec.sanityCheck.timeout = %v, want 60s", d)
+	}
+}

@@ -202,6 +202,8 @@ var createCases = []admissionCase{
 	// Backup profiles, schedules and lists.
 	accepted("one S3 profile", minimalGroup, set("spec.backup", "{profiles: ["+s3Profile+"]}")),
 	refused("profile name with upper case", minimalGroup, "spec.backup.profiles[0].name", set("spec.backup", "{profiles: [{name: Nightly, storage: {type: S3, s3: {bucket: b12, prefix: x}}}]}")),
+	refusedAt("profile name longer than 63", minimalGroup, "spec.backup.profiles[0].name", "may not be more than 63",
+		set("spec.backup", "{profiles: [{name: "+longName(64)+", storage: {type: S3, s3: {bucket: b12, prefix: x}}}]}")),
 	refusedAt("duplicate profile names", minimalGroup, "spec.backup.profiles[1]", "Duplicate value", set("spec.backup", "{profiles: ["+s3Profile+", "+s3Profile+"]}")),
 	refusedAt("more than 32 profiles", minimalGroup, "spec.backup.profiles", "must have at most 32 items", set("spec.backup", manyProfiles(33))),
 	refusedAt("S3 type without s3 block", minimalGroup, "spec.backup.profiles[0].storage", "type S3 needs the s3 block",
@@ -284,6 +286,9 @@ var createCases = []admissionCase{
 		set("spec.initFromBackup", "{source: {backupRef: {name: b}}, pointInTime: {stopTime: '2026-04-15T09:30:00.5Z', archiveProfileName: nightly}}")),
 	refusedAt("archiveProfileName naming no profile", minimalGroup, "spec.initFromBackup.pointInTime.archiveProfileName", "archiveProfileName must name",
 		set("spec.initFromBackup", "{source: {backupRef: {name: b}}, pointInTime: {stopTime: '2026-04-15T09:30:00Z', archiveProfileName: nightly}}")),
+	refusedAt("pointInTime without archiveProfileName", minimalGroup, "spec.initFromBackup.pointInTime.archiveProfileName", "Required value",
+		set("spec.backup", "{profiles: ["+s3Profile+"]}"),
+		set("spec.initFromBackup", "{source: {backupRef: {name: b}}, pointInTime: {stopTime: '2026-04-15T09:30:00Z'}}")),
 	refused("v1.6 pointInTime.stopDatetime", minimalGroup, "spec.initFromBackup.pointInTime.stopDatetime",
 		set("spec.backup", "{profiles: ["+s3Profile+"]}"),
 		set("spec.initFromBackup", "{source: {backupRef: {name: b}}, pointInTime: {stopDatetime: '2026-04-15T09:30:00Z', stopTime: '2026-04-15T09:30:00Z', archiveProfileName: nightly}}")),
