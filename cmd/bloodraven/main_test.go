@@ -228,6 +228,7 @@ func exactlyOneLeader(t *testing.T, ns string, procs ...*operatorProc) (leader, 
 
 func assertNotLeader(t *testing.T, o *operatorProc) {
 	t.Helper()
+	before := notLeaderRecords(o)
 	for _, path := range []string{"/deploy/v1/groups/orders", "/deploy/v1/groups/orders/leases"} {
 		code, body, err := get(insecureTLS, "https://"+o.tl+path)
 		if err != nil {
@@ -238,6 +239,27 @@ func assertNotLeader(t *testing.T, o *operatorProc) {
 			t.Fatalf("follower %s %s = %d %q, want 503 {\"error\":\"not_leader\"}", o.identity, path, code, body)
 		}
 	}
+	// Refused requests are logged too: one "deploy api" record each.
+	waitUntil(t, o.identity+" logging its refusals", 5*time.Second, func() bool { return notLeaderRecords(o) == before+2 })
+}
+
+// notLeaderRecords counts the "deploy api" log records of 503 not_leader
+// answers.
+func notLeaderRecords(o *operatorProc) int {
+	n := 0
+	sc := bufio.NewScanner(strings.NewReader(o.stdout.String()))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		var rec struct {
+			Msg    string  `json:"msg"`
+			Status float64 `json:"status"`
+			Error  string  `json:"error"`
+		}
+		if json.Unmarshal(sc.Bytes(), &rec) == nil && rec.Msg == "deploy api" && rec.Status == http.StatusServiceUnavailable && rec.Error == "not_leader" {
+			n++
+		}
+	}
+	return n
 }
 
 func assertServing(t *testing.T, o *operatorProc) {

@@ -101,6 +101,12 @@ func NewHandler(cfg Config) (*Handler, error) {
 	}, nil
 }
 
+// RefusesFollowers reports whether the handler answers 503 not_leader by
+// itself while the process does not lead (Config.IsLeader is set); the
+// operator's leader guard then lets a follower's request through, so it is
+// logged and counted like any other (operator.FollowerRefuser).
+func (h *Handler) RefusesFollowers() bool { return h.cfg.IsLeader != nil }
+
 // ServeHTTP routes, authenticates, and logs exactly one record per request.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()

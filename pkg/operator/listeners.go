@@ -108,16 +108,29 @@ func writeJSONError(w http.ResponseWriter, status int, code string) {
 	_ = json.NewEncoder(w).Encode(map[string]string{"error": code})
 }
 
+// FollowerRefuser is a deploy API handler that itself answers 503
+// {"error":"not_leader"} while this process does not lead, logging the
+// request like every other one (the contract wants one record per request).
+type FollowerRefuser interface {
+	RefusesFollowers() bool
+}
+
 // leaderOnly answers 503 {"error":"not_leader"} unless this process leads,
-// so a deploy API request never acts on a follower's possibly stale view.
-// A nil next (deploy API enabled but no handler installed) answers 404.
+// so a deploy API request never acts on a follower's possibly stale view. A
+// follower passes the request on only to a handler that refuses it there
+// itself (FollowerRefuser), so that it is logged and counted. A nil next
+// (deploy API enabled but no handler installed) answers 404.
 func leaderOnly(st *processState, next func() http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := next()
 		if !st.leading.Load() {
+			if fr, ok := h.(FollowerRefuser); ok && fr.RefusesFollowers() {
+				h.ServeHTTP(w, r)
+				return
+			}
 			writeJSONError(w, http.StatusServiceUnavailable, "not_leader")
 			return
 		}
-		h := next()
 		if h == nil {
 			writeJSONError(w, http.StatusNotFound, "not_found")
 			return

@@ -184,6 +184,23 @@ func TestListenersAndTheLeaderGuard(t *testing.T) {
 			t.Errorf("follower %s = %d %q, want 503 {\"error\":\"not_leader\"}", path, code, body)
 		}
 	}
+	// A follower never passes a request to a handler that would act on it...
+	var reached []string
+	p.SetDeployAPI(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { reached = append(reached, r.URL.Path) }))
+	if code, _ := get(https, tlsURL+"/deploy/v1/groups/orders"); code != 503 || len(reached) != 0 {
+		t.Errorf("follower with a plain handler = %d, handler reached for %v", code, reached)
+	}
+	// ...only to one that refuses followers itself (and logs the request).
+	p.SetDeployAPI(followerRefuser{refuse: true, reached: &reached})
+	if code, body := get(https, tlsURL+"/deploy/v1/groups/orders"); code != 503 || !strings.Contains(body, "not_leader") || len(reached) != 1 {
+		t.Errorf("follower with a refusing handler = %d %q, handler reached for %v", code, body, reached)
+	}
+	p.SetDeployAPI(followerRefuser{refuse: false, reached: &reached})
+	if code, _ := get(https, tlsURL+"/deploy/v1/groups/orders"); code != 503 || len(reached) != 1 {
+		t.Errorf("follower with a handler that does not refuse = %d, handler reached for %v", code, reached)
+	}
+	p.deployAPI.Store(nil)
+
 	// Leading without a handler: 404; with one: served.
 	p.state.leading.Store(true)
 	if code, _ := get(https, tlsURL+"/deploy/v1/groups/orders"); code != 404 {
@@ -261,4 +278,18 @@ func TestDeployAPIRouteAbsentWhenDisabled(t *testing.T) {
 	if resp.StatusCode != 404 {
 		t.Fatalf("disabled deploy API = %d, want 404", resp.StatusCode)
 	}
+}
+
+// followerRefuser stands for the deploy API handler: it answers not_leader
+// itself and records that it was reached.
+type followerRefuser struct {
+	refuse  bool
+	reached *[]string
+}
+
+func (f followerRefuser) RefusesFollowers() bool { return f.refuse }
+
+func (f followerRefuser) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	*f.reached = append(*f.reached, r.URL.Path)
+	writeJSONError(w, http.StatusServiceUnavailable, "not_leader")
 }
