@@ -14,6 +14,10 @@ const (
 const (
 	ReasonReconciled   = "Reconciled"
 	ReasonRenderFailed = "RenderFailed"
+	// ReasonApplyRefused: the API server refused one of the group's objects
+	// as invalid (ResourcesReady False); the message names the object, the
+	// spec fields it comes from and the API server's reason.
+	ReasonApplyRefused = "ApplyRefused"
 
 	ReasonDNSEndpointCurrent    = "DNSEndpointCurrent"
 	ReasonDNSEndpointCRDMissing = "DNSEndpointCRDMissing"
@@ -29,6 +33,9 @@ const (
 const (
 	// EventSiteRenderFailed (Warning): a site's objects could not be rendered.
 	EventSiteRenderFailed = "SiteRenderFailed"
+	// EventObjectRefused (Warning): the API server refused one of the
+	// group's objects as invalid; recorded when the refusal first shows.
+	EventObjectRefused = "ObjectRefused"
 	// EventMySQLConfOptionIgnored (Warning): mysqlConf named an option the
 	// operator owns; recorded when the template carrying it is written.
 	EventMySQLConfOptionIgnored = "MySQLConfOptionIgnored"

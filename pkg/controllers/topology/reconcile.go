@@ -31,6 +31,11 @@ type pass struct {
 	conds   []metav1.Condition
 	errs    []error
 	invalid []string // render and ownership problems, for ResourcesReady
+	// refused are objects the API server refused as invalid (a requested
+	// nodePort outside the cluster's range or taken, an extra container it
+	// rejects): retrying cannot help until the spec changes, so
+	// ResourcesReady says so.
+	refused []string
 	requeue time.Duration
 
 	sts  map[string]*appsv1.StatefulSet
@@ -98,19 +103,49 @@ func (c *Controller) reconcile(ctx context.Context, key controller.Key) (control
 	p.activeLabels(ctx)
 	p.dns(ctx)
 	p.taints(ctx)
-	if len(p.invalid) > 0 {
-		msg := strings.Join(p.invalid, "; ")
-		if p.changed(ConditionResourcesReady, metav1.ConditionFalse, ReasonRenderFailed, msg) {
-			c.recorder.Event(g, corev1.EventTypeWarning, EventSiteRenderFailed, msg)
-		}
-		p.setCondition(ConditionResourcesReady, metav1.ConditionFalse, ReasonRenderFailed, msg)
-	} else {
-		p.setCondition(ConditionResourcesReady, metav1.ConditionTrue, ReasonReconciled, "every site's StatefulSet, ConfigMap and Services match the spec")
-	}
+	p.resourcesReady()
 	if err := p.writeStatus(ctx); err != nil {
 		p.fail(err)
 	}
 	return controller.Result{RequeueAfter: sooner(p.requeue, poll)}, errors.Join(p.errs...)
+}
+
+// resourcesReady sets ResourcesReady from what the pass met: render and
+// ownership problems first, then objects the API server refused. A Warning
+// Event is recorded when the message changes, not on every pass.
+func (p *pass) resourcesReady() {
+	reason, event, problems := ReasonRenderFailed, EventSiteRenderFailed, p.invalid
+	if len(problems) == 0 {
+		reason, event, problems = ReasonApplyRefused, EventObjectRefused, p.refused
+	} else {
+		problems = append(problems, p.refused...)
+	}
+	if len(problems) == 0 {
+		p.setCondition(ConditionResourcesReady, metav1.ConditionTrue, ReasonReconciled, "every site's StatefulSet, ConfigMap and Services match the spec")
+		return
+	}
+	msg := strings.Join(problems, "; ")
+	if p.changed(ConditionResourcesReady, metav1.ConditionFalse, reason, msg) {
+		p.c.recorder.Event(p.g, corev1.EventTypeWarning, event, msg)
+	}
+	p.setCondition(ConditionResourcesReady, metav1.ConditionFalse, reason, msg)
+}
+
+// applyFailed records a failed create or update of one of the group's
+// objects. It is always an error of the pass (retried with backoff: a port
+// taken by another Service may be released); when the API server refused
+// the object as invalid, it is also reported in ResourcesReady, naming the
+// object and the spec fields it comes from.
+func (p *pass) applyFailed(object, from string, err error) {
+	p.fail(err)
+	if apierrors.IsInvalid(err) {
+		var status apierrors.APIStatus
+		msg := err.Error()
+		if errors.As(err, &status) {
+			msg = status.Status().Message
+		}
+		p.refused = append(p.refused, fmt.Sprintf("%s (from %s) refused by the API server: %s", object, from, msg))
+	}
 }
 
 func hasFinalizer(g *v1alpha1.MysqlFailoverGroup) bool {
@@ -170,7 +205,7 @@ func (p *pass) sites(ctx context.Context) {
 	plan := PlanRollout(p.rolloutInput(states))
 	for _, a := range plan.Sites {
 		if err := p.applySite(ctx, rendered[a.Name], a); err != nil {
-			p.fail(fmt.Errorf("site %s: %w", a.Name, err))
+			p.applyFailed("site "+a.Name, fmt.Sprintf("spec.sites[%d] and the group-wide pod settings: image, sidecar, podLabels, podAnnotations, extraContainers, extraInitContainers", siteIdx(g, a.Name)), fmt.Errorf("site %s: %w", a.Name, err))
 		}
 	}
 	p.orderedUpdate(ctx, plan)
@@ -346,7 +381,7 @@ func (p *pass) services(ctx context.Context) {
 		switch {
 		case apierrors.IsNotFound(err):
 			if _, err := api.Create(ctx, render.NewService(d), metav1.CreateOptions{}); err != nil {
-				p.fail(fmt.Errorf("create Service %s: %w", d.Name, err))
+				p.applyFailed("Service "+d.Name, serviceFields(p.g, d), fmt.Errorf("create Service %s: %w", d.Name, err))
 			}
 			continue
 		case err != nil:
@@ -358,9 +393,23 @@ func (p *pass) services(ctx context.Context) {
 		}
 		if out, changed := render.MergeService(d, live); changed {
 			if _, err := api.Update(ctx, out, metav1.UpdateOptions{}); err != nil {
-				p.fail(fmt.Errorf("update Service %s: %w", d.Name, err))
+				p.applyFailed("Service "+d.Name, serviceFields(p.g, d), fmt.Errorf("update Service %s: %w", d.Name, err))
 			}
 		}
+	}
+}
+
+// serviceFields names the spec fields a rendered Service comes from, for a
+// refusal's message.
+func serviceFields(g *v1alpha1.MysqlFailoverGroup, svc *corev1.Service) string {
+	site := svc.Labels[render.LabelSite]
+	switch {
+	case svc.Labels[render.LabelService] == render.ServiceInternal:
+		return fmt.Sprintf("spec.sites[%d].name", siteIdx(g, site))
+	case site != "":
+		return fmt.Sprintf("spec.serviceTemplate and spec.sites[%d].serviceTemplate", siteIdx(g, site))
+	default:
+		return "spec.serviceTemplate"
 	}
 }
 

@@ -28,7 +28,12 @@ func TestSampleGroupLifecycle(t *testing.T) {
 	e := newEnv(t)
 	iadNode := e.createNode("iad", map[string]string{"bloodraven.shipstream.io/site": "iad"})
 	pdxNode := e.createNode("pdx", map[string]string{"bloodraven.shipstream.io/site": "pdx"})
-	g := e.createGroup(sample(t))
+	// A reader's legacy taintNodeSelector is accepted and ignored: its node
+	// is never tainted.
+	readerNode := e.createNode("reader", map[string]string{"bloodraven.shipstream.io/site": "reader"})
+	g := sample(t)
+	g.Spec.Sites[2].TaintNodeSelector = map[string]string{"bloodraven.shipstream.io/site": "reader"}
+	g = e.createGroup(g)
 	sites := []string{"iad", "pdx", "reader"}
 
 	// Every StatefulSet, ConfigMap and Service exists.
@@ -104,6 +109,7 @@ func TestSampleGroupLifecycle(t *testing.T) {
 		}
 		return nil
 	})
+	e.staysUntainted(readerNode, taintKey, time.Second)
 	eventually(t, waitFor, "pods labelled by activity", func() error {
 		for _, s := range sites {
 			p, err := e.pod(g.Name, s)
@@ -123,6 +129,7 @@ func TestSampleGroupLifecycle(t *testing.T) {
 		t.Errorf("DNSEndpoint endpoint = %v", ep)
 	}
 	e.waitCondition(g.Name, topology.ConditionDNSReady, metav1.ConditionTrue, topology.ReasonDNSEndpointCurrent)
+	checkLabels(t, e, sites, dns)
 
 	// A failover (the topology manager rewriting activeSite) moves taints and DNS.
 	e.setActiveSite(g.Name, "pdx")
@@ -135,6 +142,7 @@ func TestSampleGroupLifecycle(t *testing.T) {
 		}
 		return nil
 	})
+	e.staysUntainted(readerNode, taintKey, time.Second)
 
 	// Deletion: hold the group with a finalizer of the test's own, so what
 	// the operator does before the group is gone can be observed.
