@@ -345,3 +345,40 @@ func TestSidecarEnvironment(t *testing.T) {
 		t.Errorf("no endpoint anywhere, yet %s = %q was rendered", protocol.EnvOperatorEndpoint, got)
 	}
 }
+
+// podLabels and podAnnotations reach the pod template under the operator's
+// own: a colliding key keeps the operator's value, and the active label,
+// which the operator writes on the pod itself, cannot be set through
+// podLabels (it would put every new pod into the primary Service).
+func TestPodLabelsAndAnnotationsUnderTheOperators(t *testing.T) {
+	g := minimal(t)
+	g.Spec.PodLabels = map[string]string{
+		"team":                                    "checkout",
+		"bloodraven.shipstream.io/site":           "elsewhere",
+		"bloodraven.shipstream.io/active":         "true",
+		"bloodraven.shipstream.io/failover-group": "other",
+	}
+	g.Spec.PodAnnotations = map[string]string{
+		"prometheus.io/scrape":                       "true",
+		"bloodraven.shipstream.io/config-hash":       "forged",
+		"bloodraven.shipstream.io/pod-template-hash": "forged",
+	}
+	s, err := RenderSite(g, 1, Config{SidecarImage: testSidecarImage, OperatorEndpoint: testOperatorEndpoint})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tm := s.StatefulSet.Spec.Template
+	if l := tm.Labels; l["team"] != "checkout" || l["bloodraven.shipstream.io/site"] != "pdx" || l["bloodraven.shipstream.io/failover-group"] != "billing" {
+		t.Errorf("pod template labels %v", l)
+	}
+	if v, has := tm.Labels["bloodraven.shipstream.io/active"]; has {
+		t.Errorf("podLabels set the active label on the template: %q", v)
+	}
+	a := tm.Annotations
+	if a["prometheus.io/scrape"] != "true" || a["bloodraven.shipstream.io/config-hash"] == "forged" || a["bloodraven.shipstream.io/pod-template-hash"] != s.TemplateHash {
+		t.Errorf("pod template annotations %v (template hash %s)", a, s.TemplateHash)
+	}
+	if g.Spec.PodLabels["bloodraven.shipstream.io/active"] != "true" {
+		t.Error("rendering modified the group's podLabels")
+	}
+}

@@ -236,7 +236,7 @@ func podTemplate(g *v1alpha1.MysqlFailoverGroup, i int, cfg Config, cnfHash stri
 
 	return corev1.PodTemplateSpec{
 		ObjectMeta: metav1.ObjectMeta{
-			Labels:      mergeUnder(spec.PodLabels, operatorLabels),
+			Labels:      mergeUnder(withoutKey(spec.PodLabels, LabelActive), operatorLabels),
 			Annotations: mergeUnder(spec.PodAnnotations, operatorAnnotations),
 		},
 		Spec: corev1.PodSpec{
@@ -259,6 +259,22 @@ func podTemplate(g *v1alpha1.MysqlFailoverGroup, i int, cfg Config, cnfHash stri
 			}},
 		},
 	}
+}
+
+// withoutKey returns m without key. The active label is the operator's even
+// though it is not in the template: a podLabels entry setting it would put
+// every new pod into the primary Service until the operator relabels it.
+func withoutKey(m map[string]string, key string) map[string]string {
+	if _, has := m[key]; !has {
+		return m
+	}
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		if k != key {
+			out[k] = v
+		}
+	}
+	return out
 }
 
 func secretEnv(name, secret, key string) corev1.EnvVar {
