@@ -179,3 +179,35 @@ func (e *env) staysUntainted(node, key string, d time.Duration) {
 		time.Sleep(200 * time.Millisecond)
 	}
 }
+
+// An extra container the CRD admits and the API server refuses in a pod
+// template (a port name longer than 15 characters) is reported the same
+// way, naming the site; the Services are still reconciled.
+func TestRefusedStatefulSetIsReported(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	g := sample(t)
+	g.Spec.Backup = nil
+	g.Spec.ExtraContainers = []corev1.Container{{
+		Name: "exporter", Image: "prom/mysqld-exporter:v0.17.2",
+		Ports: []corev1.ContainerPort{{Name: "metrics-port-name-too-long", ContainerPort: 9104}},
+	}}
+	g = e.createGroup(g)
+
+	c := e.waitCondition(g.Name, topology.ConditionResourcesReady, metav1.ConditionFalse, topology.ReasonApplyRefused)
+	for _, want := range []string{"site iad", "site pdx", "site reader", "extraContainers", "metrics-port-name-too-long"} {
+		if !strings.Contains(c.Message, want) {
+			t.Errorf("ResourcesReady message %q lacks %q", c.Message, want)
+		}
+	}
+	eventually(t, waitFor, "Services created", func() error {
+		_, err := e.kube.CoreV1().Services(e.ns).Get(context.Background(), "orders-primary", metav1.GetOptions{})
+		return err
+	})
+
+	e.editGroup(g.Name, func(g *v1alpha1.MysqlFailoverGroup) { g.Spec.ExtraContainers[0].Ports[0].Name = "metrics" })
+	e.waitCondition(g.Name, topology.ConditionResourcesReady, metav1.ConditionTrue, topology.ReasonReconciled)
+	if _, err := e.statefulSet(g.Name, "iad"); err != nil {
+		t.Error(err)
+	}
+}
