@@ -31,7 +31,8 @@ const (
 	ErQueryInterrupted           = 1317 // ER_QUERY_INTERRUPTED
 	ErMalformedGTIDSet           = 1772 // ER_MALFORMED_GTID_SET_SPECIFICATION
 	ErCantSetGTIDPurged          = 3546 // ER_CANT_SET_GTID_PURGED_DUE_SETS_CONSTRAINTS
-	ErReplicaIOThreadMustStop    = 3021 // ER_REPLICA_IO_THREAD_MUST_STOP
+	ErReplicaIOThreadMustStop    = 3021 // ER_REPLICA_CHANNEL_IO_THREAD_MUST_STOP
+	ErReplicaSQLThreadMustStop   = 3022 // ER_REPLICA_CHANNEL_SQL_THREAD_MUST_STOP
 	ErReplicaChannelMustStop     = 3081 // ER_REPLICA_CHANNEL_MUST_STOP
 	ErCloneDonor                 = 3862 // ER_CLONE_DONOR
 	ErCloneSysConfig             = 3869 // ER_CLONE_SYS_CONFIG

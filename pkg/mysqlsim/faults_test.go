@@ -82,6 +82,15 @@ func TestSkipReplicaStartKeepsThreadsStoppedAfterRestart(t *testing.T) {
 	rep := simtest.Start(t, mysqlsim.Config{SuperReadOnly: true, SkipReplicaStart: true})
 	replicate(t, rep, src, "")
 	srcDB, repDB := adminDB(t, src), adminDB(t, rep)
+	for db, want := range map[*sql.DB]int64{repDB: 1, srcDB: 0} {
+		var skip int64
+		if err := db.QueryRowContext(ctx(t), "SELECT @@GLOBAL.skip_replica_start").Scan(&skip); err != nil || skip != want {
+			t.Fatalf("@@GLOBAL.skip_replica_start = %d (%v), want %d", skip, err, want)
+		}
+	}
+	if _, err := repDB.ExecContext(ctx(t), "SET GLOBAL skip_replica_start = OFF"); myErrNo(err) != 1238 {
+		t.Fatalf("skip_replica_start is not dynamic: got %v, want 1238", err)
+	}
 	writeRows(t, srcDB, 1)
 	eventually(t, 10*time.Second, "catch-up", func() (bool, string) {
 		return src.Snapshot().Executed.Equal(rep.Snapshot().Executed), rep.Snapshot().String()

@@ -319,3 +319,144 @@ func TestSourceHostResolvedThroughSiteMap(t *testing.T) {
 		t.Fatalf("Source_Host = %q, want the name as given", st.get("Source_Host"))
 	}
 }
+
+// executedAndRetrieved reads the replica's Executed_Gtid_Set and
+// Retrieved_Gtid_Set from SHOW REPLICA STATUS.
+func executedAndRetrieved(t *testing.T, db *sql.DB) (executed, retrieved gtid.Set, st status) {
+	t.Helper()
+	st = replicaStatus(t, db)
+	return gtid.MustParse(st.get("Executed_Gtid_Set")), gtid.MustParse(st.get("Retrieved_Gtid_Set")), st
+}
+
+// lastGTID is the newest GTID a server committed under its own UUID.
+func lastGTID(s *mysqlsim.Server) gtid.GTID {
+	ivs := s.Snapshot().Executed.Intervals(gtid.SID{UUID: s.ServerUUID()})
+	return gtid.GTID{UUID: s.ServerUUID(), GNO: ivs[len(ivs)-1].End}
+}
+
+// TestThreadVariantsAndChangeSourceRules: START/STOP REPLICA IO_THREAD and
+// SQL_THREAD act on one thread; CHANGE REPLICATION SOURCE TO follows MySQL's
+// rules for running threads (3021 receiver options, 3022 applier options,
+// 3081 options of both) and deletes the relay log only when both threads
+// were stopped; RESET REPLICA keeps the connection settings.
+func TestThreadVariantsAndChangeSourceRules(t *testing.T) {
+	src := simtest.Start(t, mysqlsim.Config{})
+	rep := simtest.Start(t, mysqlsim.Config{})
+	srcDB, db := adminDB(t, src), adminDB(t, rep)
+	replicate(t, rep, src, "")
+	writeRows(t, srcDB, 1)
+	eventually(t, 10*time.Second, "catch-up", func() (bool, string) {
+		return src.Snapshot().Executed.Equal(rep.Snapshot().Executed), rep.Snapshot().String()
+	})
+
+	// applier stopped: transactions are received, not applied
+	mustExec(t, db, "STOP REPLICA SQL_THREAD")
+	if st := replicaStatus(t, db); st.get("Replica_IO_Running") != "Yes" || st.get("Replica_SQL_Running") != "No" || st["Seconds_Behind_Source"].Valid {
+		t.Fatalf("after STOP REPLICA SQL_THREAD: io=%s sql=%s behind=%v", st.get("Replica_IO_Running"), st.get("Replica_SQL_Running"), st["Seconds_Behind_Source"])
+	}
+	writeRows(t, srcDB, 1)
+	g := lastGTID(src)
+	eventually(t, 10*time.Second, "received with the applier stopped", func() (bool, string) {
+		_, retrieved, _ := executedAndRetrieved(t, db)
+		return retrieved.Contains(g), retrieved.OneLine()
+	})
+	if executed, _, _ := executedAndRetrieved(t, db); executed.Contains(g) {
+		t.Fatalf("%s applied with the applier stopped", g)
+	}
+	for _, c := range []struct {
+		stmt string
+		want uint16
+	}{
+		{"CHANGE REPLICATION SOURCE TO SOURCE_CONNECT_RETRY = 2", 3021}, // receiver option, receiver running
+		{"CHANGE REPLICATION SOURCE TO SOURCE_AUTO_POSITION = 1", 3081}, // option of both threads, one running
+		{"CHANGE REPLICATION SOURCE TO SOURCE_HOST = ''", 1210},
+	} {
+		if _, err := db.ExecContext(ctx(t), c.stmt); myErrNo(err) != c.want {
+			t.Fatalf("%s: got %v, want %d", c.stmt, err, c.want)
+		}
+	}
+	// an applier option with only the applier stopped: allowed, relay log kept
+	mustExec(t, db, "CHANGE REPLICATION SOURCE TO SOURCE_DELAY = 0")
+	if _, retrieved, _ := executedAndRetrieved(t, db); !retrieved.Contains(g) {
+		t.Fatalf("relay log deleted while the receiver ran: Retrieved_Gtid_Set %s", retrieved)
+	}
+	mustExec(t, db, "START REPLICA SQL_THREAD")
+	eventually(t, 10*time.Second, "START REPLICA SQL_THREAD applies the relay log", func() (bool, string) {
+		executed, _, st := executedAndRetrieved(t, db)
+		return executed.Contains(g) && st.get("Replica_SQL_Running") == "Yes", executed.OneLine()
+	})
+
+	// receiver stopped: applier options are refused while the applier runs
+	mustExec(t, db, "STOP REPLICA IO_THREAD")
+	if st := replicaStatus(t, db); st.get("Replica_IO_Running") != "No" || st.get("Replica_SQL_Running") != "Yes" {
+		t.Fatalf("after STOP REPLICA IO_THREAD: io=%s sql=%s", st.get("Replica_IO_Running"), st.get("Replica_SQL_Running"))
+	}
+	if _, err := db.ExecContext(ctx(t), "CHANGE REPLICATION SOURCE TO SOURCE_DELAY = 1"); myErrNo(err) != 3022 {
+		t.Fatalf("applier option with the applier running: got %v, want 3022", err)
+	}
+	mustExec(t, db, "START REPLICA IO_THREAD")
+	eventually(t, 10*time.Second, "START REPLICA IO_THREAD reconnects", func() (bool, string) {
+		st := replicaStatus(t, db)
+		return st.get("Replica_IO_Running") == "Yes", st.get("Replica_IO_Running")
+	})
+
+	// both threads stopped with an unapplied transaction: CHANGE deletes it
+	mustExec(t, db, "STOP REPLICA SQL_THREAD")
+	writeRows(t, srcDB, 1)
+	g = lastGTID(src)
+	eventually(t, 10*time.Second, "received", func() (bool, string) {
+		_, retrieved, _ := executedAndRetrieved(t, db)
+		return retrieved.Contains(g), retrieved.OneLine()
+	})
+	mustExec(t, db, "STOP REPLICA IO_THREAD")
+	mustExec(t, db, "CHANGE REPLICATION SOURCE TO SOURCE_CONNECT_RETRY = 1")
+	executed, retrieved, st := executedAndRetrieved(t, db)
+	if !retrieved.IsEmpty() || executed.Contains(g) || rep.Snapshot().RelayLogLength != 0 {
+		t.Fatalf("CHANGE with both threads stopped kept the relay log: retrieved %s executed %s", retrieved, executed)
+	}
+	h, p := hostPort(t, src)
+	mustExec(t, db, "RESET REPLICA")
+	st = replicaStatus(t, db)
+	if st == nil || st.get("Source_Host") != h || st.get("Source_Port") != p || st.get("Auto_Position") != "1" {
+		t.Fatalf("RESET REPLICA must keep the connection settings: %v", st)
+	}
+	mustExec(t, db, "START REPLICA")
+	eventually(t, 10*time.Second, "auto-position fetches the discarded transaction again", func() (bool, string) {
+		return src.Snapshot().Executed.Equal(rep.Snapshot().Executed), rep.Snapshot().String()
+	})
+}
+
+// TestSourceDelay: SOURCE_DELAY holds each transaction back until that many
+// seconds after its commit on the source; meanwhile SHOW REPLICA STATUS shows
+// SQL_Delay, SQL_Remaining_Delay and the waiting state.
+func TestSourceDelay(t *testing.T) {
+	const delay = 2 * time.Second
+	src := simtest.Start(t, mysqlsim.Config{})
+	rep := simtest.Start(t, mysqlsim.Config{})
+	srcDB, db := adminDB(t, src), adminDB(t, rep)
+	replicate(t, rep, src, ", SOURCE_DELAY = 2")
+	if st := replicaStatus(t, db); st.get("SQL_Delay") != "2" {
+		t.Fatalf("SQL_Delay = %q, want 2", st.get("SQL_Delay"))
+	}
+	committed := time.Now()
+	mustExec(t, srcDB, "CREATE DATABASE delayed")
+	g := lastGTID(src)
+	sawWaiting := false
+	eventually(t, 15*time.Second, "the delayed transaction applied", func() (bool, string) {
+		executed, retrieved, st := executedAndRetrieved(t, db)
+		if retrieved.Contains(g) && !executed.Contains(g) && st["SQL_Remaining_Delay"].Valid &&
+			strings.Contains(st.get("Replica_SQL_Running_State"), "Waiting until SOURCE_DELAY") {
+			sawWaiting = true
+		}
+		return executed.Contains(g), st.get("Replica_SQL_Running_State")
+	})
+	if applied := time.Since(committed); applied < delay {
+		t.Fatalf("applied %s after commit, before SOURCE_DELAY %s", applied, delay)
+	}
+	if !sawWaiting {
+		t.Fatal("never saw the applier waiting for SOURCE_DELAY with SQL_Remaining_Delay set")
+	}
+	if st := replicaStatus(t, db); st["SQL_Remaining_Delay"].Valid {
+		t.Fatalf("SQL_Remaining_Delay = %q with nothing to wait for, want NULL", st.get("SQL_Remaining_Delay"))
+	}
+}

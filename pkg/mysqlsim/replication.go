@@ -144,13 +144,7 @@ func (s *Server) execChangeSource(sess *session, c *cursor) error {
 	if !c.acceptKw("REPLICATION", "SOURCE", "TO") {
 		return c.errHere()
 	}
-	type opt struct {
-		name  string
-		str   string
-		num   int64
-		isNum bool
-	}
-	var opts []opt
+	var opts []changeOpt
 	for {
 		name, err := c.ident()
 		if err != nil {
@@ -160,7 +154,7 @@ func (s *Server) execChangeSource(sess *session, c *cursor) error {
 			return c.errHere()
 		}
 		t := c.next()
-		o := opt{name: strings.ToUpper(name)}
+		o := changeOpt{name: strings.ToUpper(name)}
 		switch t.kind {
 		case tString:
 			o.str = t.text
@@ -201,100 +195,177 @@ func (s *Server) execChangeSource(sess *session, c *cursor) error {
 	if ch == nil {
 		ch = newChannel()
 	}
-	changesSource := false
+	scratch := *ch // validate every option before changing anything, as MySQL does
 	for _, o := range opts {
-		switch o.name {
-		case "SOURCE_HOST", "SOURCE_PORT", "SOURCE_USER", "SOURCE_PASSWORD", "SOURCE_AUTO_POSITION":
-			changesSource = true
-		}
-	}
-	if changesSource && ch.ioRunning != "No" {
-		return myErr(ErReplicaIOThreadMustStop, "This operation cannot be performed with a running replica io thread; run STOP REPLICA IO_THREAD FOR CHANNEL '' first.")
-	}
-	for _, o := range opts {
-		wantNum := func() error {
-			if !o.isNum {
-				return errParse("'" + o.str + "'")
-			}
-			return nil
-		}
-		wantStr := func() error {
-			if o.isNum {
-				return errParse(o.str)
-			}
-			return nil
-		}
-		var err error
-		switch o.name {
-		case "SOURCE_HOST":
-			err = wantStr()
-			ch.host = o.str
-		case "SOURCE_PORT":
-			err = wantNum()
-			ch.port = int(o.num)
-		case "SOURCE_USER":
-			err = wantStr()
-			ch.user = o.str
-		case "SOURCE_PASSWORD":
-			err = wantStr()
-			ch.password = o.str
-		case "SOURCE_AUTO_POSITION":
-			err = wantNum()
-			ch.autoPosition = o.num == 1
-		case "SOURCE_SSL":
-			err = wantNum()
-			ch.ssl = o.num == 1
-		case "SOURCE_SSL_VERIFY_SERVER_CERT":
-			err = wantNum()
-			ch.sslVerify = o.num == 1
-		case "SOURCE_SSL_CA":
-			err = wantStr()
-			ch.sslCA = o.str
-		case "SOURCE_SSL_CERT":
-			err = wantStr()
-			ch.sslCert = o.str
-		case "SOURCE_SSL_KEY":
-			err = wantStr()
-			ch.sslKey = o.str
-		case "SOURCE_CONNECT_RETRY":
-			err = wantNum()
-			ch.connectRetry = int(o.num)
-		case "SOURCE_RETRY_COUNT":
-			err = wantNum()
-			ch.retryCount = int(o.num)
-		case "SOURCE_DELAY":
-			err = wantNum()
-			ch.delay = int(o.num)
-		case "GET_SOURCE_PUBLIC_KEY":
-			err = wantNum()
-			ch.getPublicKey = o.num == 1
-		case "SOURCE_HEARTBEAT_PERIOD":
-			err = wantNum()
-		case "SOURCE_TLS_VERSION", "SOURCE_SSL_CIPHER", "SOURCE_SSL_CRL", "SOURCE_SSL_CRLPATH", "SOURCE_SSL_CAPATH",
-			"SOURCE_PUBLIC_KEY_PATH", "NETWORK_NAMESPACE", "SOURCE_BIND", "PRIVILEGE_CHECKS_USER":
-			err = wantStr()
-		case "REQUIRE_ROW_FORMAT", "GTID_ONLY", "SOURCE_ZSTD_COMPRESSION_LEVEL":
-			err = wantNum()
-		default:
-			return errParse(o.name + " = " + o.str)
-		}
-		if err != nil {
+		if err := setChangeOpt(&scratch, o); err != nil {
 			return err
 		}
 	}
-	// With the applier stopped, CHANGE REPLICATION SOURCE TO deletes the
-	// relay logs (MySQL manual, CHANGE REPLICATION SOURCE TO): what was
+	if err := checkChangeSourceThreads(ch, opts); err != nil {
+		return err
+	}
+	// MySQL purges the relay log only if both threads were stopped before
+	// the statement (rpl_replica.cc, change_master: "Relay logs are purged
+	// only if both receive and execute threads are stopped").
+	purgeRelayLog := ch.ioRunning == "No" && !ch.sqlRunning
+	oldHost, oldPort := ch.host, ch.port
+	for _, o := range opts {
+		if err := setChangeOpt(ch, o); err != nil {
+			return err
+		}
+	}
+	// With both threads stopped, CHANGE REPLICATION SOURCE TO deletes the
+	// relay log (MySQL manual, CHANGE REPLICATION SOURCE TO): what was
 	// received but not applied is gone, and Retrieved_Gtid_Set restarts.
-	if !ch.sqlRunning {
+	if purgeRelayLog {
 		ch.relay, ch.retrieved = nil, gtid.Set{}
 	}
-	if changesSource {
+	if ch.host != oldHost || ch.port != oldPort {
+		// a new source: its identity is learnt at the next connection
+		ch.sourceUUID, ch.sourceServerID = "", 0
+	}
+	if changesConnection(opts) {
 		ch.lastIOErrno, ch.lastIOError, ch.lastIOErrorTime = 0, "", time.Time{}
 	}
 	s.st.repl = ch
 	s.log.Info("replication source changed", "sourceHost", ch.host, "sourcePort", ch.port, "sourceUser", ch.user, "autoPosition", ch.autoPosition)
 	s.notifyLocked()
 	return nil
+}
+
+// setChangeOpt validates one option of CHANGE REPLICATION SOURCE TO and sets
+// it on ch.
+func setChangeOpt(ch *channel, o changeOpt) error {
+	wantNum := func() error {
+		if !o.isNum {
+			return errParse("'" + o.str + "'")
+		}
+		return nil
+	}
+	wantStr := func() error {
+		if o.isNum {
+			return errParse(o.str)
+		}
+		return nil
+	}
+	var err error
+	switch o.name {
+	case "SOURCE_HOST":
+		if err = wantStr(); err == nil && o.str == "" {
+			err = myErr(ErWrongArguments, "Incorrect arguments to SOURCE_HOST")
+		}
+		ch.host = o.str
+	case "SOURCE_PORT":
+		err = wantNum()
+		ch.port = int(o.num)
+	case "SOURCE_USER":
+		err = wantStr()
+		ch.user = o.str
+	case "SOURCE_PASSWORD":
+		err = wantStr()
+		ch.password = o.str
+	case "SOURCE_AUTO_POSITION":
+		err = wantNum()
+		ch.autoPosition = o.num == 1
+	case "SOURCE_SSL":
+		err = wantNum()
+		ch.ssl = o.num == 1
+	case "SOURCE_SSL_VERIFY_SERVER_CERT":
+		err = wantNum()
+		ch.sslVerify = o.num == 1
+	case "SOURCE_SSL_CA":
+		err = wantStr()
+		ch.sslCA = o.str
+	case "SOURCE_SSL_CERT":
+		err = wantStr()
+		ch.sslCert = o.str
+	case "SOURCE_SSL_KEY":
+		err = wantStr()
+		ch.sslKey = o.str
+	case "SOURCE_CONNECT_RETRY":
+		err = wantNum()
+		ch.connectRetry = int(o.num)
+	case "SOURCE_RETRY_COUNT":
+		err = wantNum()
+		ch.retryCount = int(o.num)
+	case "SOURCE_DELAY":
+		err = wantNum()
+		ch.delay = int(o.num)
+	case "GET_SOURCE_PUBLIC_KEY":
+		err = wantNum()
+		ch.getPublicKey = o.num == 1
+	case "SOURCE_HEARTBEAT_PERIOD":
+		err = wantNum()
+	case "SOURCE_TLS_VERSION", "SOURCE_SSL_CIPHER", "SOURCE_SSL_CRL", "SOURCE_SSL_CRLPATH", "SOURCE_SSL_CAPATH",
+		"SOURCE_PUBLIC_KEY_PATH", "NETWORK_NAMESPACE", "SOURCE_BIND", "PRIVILEGE_CHECKS_USER":
+		err = wantStr()
+	case "REQUIRE_ROW_FORMAT", "GTID_ONLY", "SOURCE_ZSTD_COMPRESSION_LEVEL":
+		err = wantNum()
+	default:
+		return errParse(o.name + " = " + o.str)
+	}
+	return err
+}
+
+// changeOpt is one option = value of CHANGE REPLICATION SOURCE TO.
+type changeOpt struct {
+	name  string
+	str   string
+	num   int64
+	isNum bool
+}
+
+// Which thread an option of CHANGE REPLICATION SOURCE TO belongs to
+// (rpl_replica.cc: have_change_replication_source_receive_option,
+// _execute_option, _applier_and_receive_option).
+var (
+	applierOptions = map[string]bool{"SOURCE_DELAY": true, "PRIVILEGE_CHECKS_USER": true,
+		"REQUIRE_ROW_FORMAT": true, "REQUIRE_TABLE_PRIMARY_KEY_CHECK": true}
+	bothThreadOptions = map[string]bool{"SOURCE_AUTO_POSITION": true, "GTID_ONLY": true,
+		"ASSIGN_GTIDS_TO_ANONYMOUS_TRANSACTIONS": true, "SOURCE_CONNECTION_AUTO_FAILOVER": true}
+	// receiverAndApplierListed are applier options MySQL also lists as receiver options.
+	receiverAndApplierListed = map[string]bool{"REQUIRE_ROW_FORMAT": true}
+)
+
+// checkChangeSourceThreads applies MySQL's rules for changing a channel
+// whose threads run: receiver options need the receiver stopped (3021),
+// applier options the applier (3022), options of both need both (3081), and
+// a statement with receiver and applier options needs at least one stopped.
+func checkChangeSourceThreads(ch *channel, opts []changeOpt) error {
+	var receive, apply, both bool
+	for _, o := range opts {
+		switch {
+		case bothThreadOptions[o.name]:
+			both = true
+		case applierOptions[o.name]:
+			apply = true
+			receive = receive || receiverAndApplierListed[o.name]
+		default:
+			receive = true
+		}
+	}
+	ioRunning, sqlRunning := ch.ioRunning != "No", ch.sqlRunning
+	switch {
+	case both && (ioRunning || sqlRunning), receive && apply && ioRunning && sqlRunning:
+		return myErr(ErReplicaChannelMustStop, "This operation cannot be performed with running replication threads; run STOP REPLICA FOR CHANNEL '' first")
+	case receive && ioRunning:
+		return myErr(ErReplicaIOThreadMustStop, "This operation cannot be performed with a running replica io thread; run STOP REPLICA IO_THREAD FOR CHANNEL '' first.")
+	case apply && sqlRunning:
+		return myErr(ErReplicaSQLThreadMustStop, "This operation cannot be performed with a running replica sql thread; run STOP REPLICA SQL_THREAD FOR CHANNEL '' first.")
+	}
+	return nil
+}
+
+// changesConnection reports options that point the receiver somewhere else;
+// the last receiver error then no longer applies.
+func changesConnection(opts []changeOpt) bool {
+	for _, o := range opts {
+		switch o.name {
+		case "SOURCE_HOST", "SOURCE_PORT", "SOURCE_USER", "SOURCE_PASSWORD", "SOURCE_AUTO_POSITION":
+			return true
+		}
+	}
+	return false
 }
 
 // parseThreadList reads the optional IO_THREAD / SQL_THREAD list of

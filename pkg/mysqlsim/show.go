@@ -116,7 +116,7 @@ func (s *Server) execShow(sess *session, c *cursor) (*table, error) {
 			continue
 		}
 		str := argString(v)
-		if typ == colInt && (n == "read_only" || n == "super_read_only" || n == "offline_mode" || n == "log_bin" || n == "log_replica_updates" || n == "autocommit" || n == "sql_log_bin") {
+		if typ == colInt && (n == "read_only" || n == "super_read_only" || n == "offline_mode" || n == "log_bin" || n == "log_replica_updates" || n == "skip_replica_start" || n == "autocommit" || n == "sql_log_bin") {
 			str = map[string]string{"0": "OFF", "1": "ON"}[str]
 		}
 		t.rows = append(t.rows, []any{n, str})

@@ -47,6 +47,7 @@ var sysVars = map[string]varDef{
 	"gtid_owned":               {both, colString, true},
 	"log_bin":                  {globalOnly, colInt, true},
 	"log_replica_updates":      {globalOnly, colInt, true},
+	"skip_replica_start":       {globalOnly, colInt, true},
 	"binlog_format":            {both, colString, false},
 	"clone_valid_donor_list":   {globalOnly, colString, false},
 	"version":                  {globalOnly, colString, true},
@@ -124,6 +125,8 @@ func (s *Server) getVarLocked(sess *session, name string, sc scope) (any, colTyp
 		return "", def.typ, nil
 	case "log_bin", "log_replica_updates":
 		return int64(1), def.typ, nil
+	case "skip_replica_start":
+		return boolInt(s.cfg.SkipReplicaStart), def.typ, nil
 	case "clone_valid_donor_list":
 		return st.cloneValidDonorList, def.typ, nil
 	case "version":
