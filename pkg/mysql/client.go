@@ -423,11 +423,16 @@ func (c *Client) ListSessions(ctx context.Context) ([]Session, error) {
 	var out []Session
 	for rows.Next() {
 		var s Session
-		var db, state, info sql.NullString
-		if err := rows.Scan(&s.ID, &s.User, &s.Host, &db, &s.Command, &s.Time, &state, &info); err != nil {
+		// Every column but ID may be NULL in performance_schema.processlist:
+		// HOST for threads without a host (replication threads), USER and
+		// HOST while a session changes user, TIME before a command started.
+		var user, host, db, command, state, info sql.NullString
+		var secs sql.NullInt64
+		if err := rows.Scan(&s.ID, &user, &host, &db, &command, &secs, &state, &info); err != nil {
 			return nil, c.wrap(StmtListSessions, err)
 		}
-		s.DB, s.State, s.Info = db.String, state.String, info.String
+		s.User, s.Host, s.DB, s.Command, s.Time = user.String, host.String, db.String, command.String, secs.Int64
+		s.State, s.Info = state.String, info.String
 		if s.ID != self {
 			out = append(out, s)
 		}

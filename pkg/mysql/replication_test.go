@@ -94,6 +94,25 @@ func TestCatalogWithPrimaryAndTwoReplicas(t *testing.T) {
 			if got := rs.SourceSSLAllowed == "Yes"; got != m.tls {
 				t.Fatalf("Source_SSL_Allowed = %s with TLS %v", rs.SourceSSLAllowed, m.tls)
 			}
+			// a replica lists its receiver and applier (HOST NULL in
+			// performance_schema.processlist) as system sessions, and
+			// eviction leaves them alone
+			sessions, err := c1.ListSessions(ctx)
+			if err != nil {
+				t.Fatalf("ListSessions on a replica: %v", err)
+			}
+			system := 0
+			for _, s := range sessions {
+				if s.User == "system user" && s.Host == "" && s.System() {
+					system++
+				}
+			}
+			if system != 2 {
+				t.Fatalf("replica sessions %+v: want the receiver and the applier as system sessions", sessions)
+			}
+			if killed, err := c1.EvictClientSessions(ctx, simtest.AdminUser); err != nil || len(killed) != 0 {
+				t.Fatalf("eviction on a replica killed %+v (%v); replication threads must stay", killed, err)
+			}
 
 			// apply lag on r2: received but not applied, visible in Retrieved_Gtid_Set
 			if err := r2.InjectApplyLag(time.Hour); err != nil {

@@ -153,7 +153,7 @@ func (s *Server) execSelect(sess *session, c *cursor) (*table, error) {
 			return nil, err
 		}
 		if strings.EqualFold(name, "processlist") && (strings.EqualFold(db, "performance_schema") || strings.EqualFold(db, "information_schema")) {
-			return s.selectProcesslist(sess, items)
+			return s.selectProcesslist(sess, items, strings.EqualFold(db, "performance_schema"))
 		}
 		return s.selectTable(sess, db, name, items)
 	}
@@ -420,10 +420,23 @@ func (s *Server) processlistRowsLocked(sess *session) [][]any {
 	return rows
 }
 
-func (s *Server) selectProcesslist(sess *session, items []selItem) (*table, error) {
+// selectProcesslist answers SELECT … FROM performance_schema.processlist or
+// information_schema.processlist. The performance_schema table shows an empty
+// USER or HOST as NULL (storage/perfschema/table_processlist.cc): the
+// replication threads, whose host is empty, have HOST NULL there.
+func (s *Server) selectProcesslist(sess *session, items []selItem, perfSchema bool) (*table, error) {
 	s.mu.Lock()
 	rows := s.processlistRowsLocked(sess)
 	s.mu.Unlock()
+	if perfSchema {
+		for _, r := range rows {
+			for _, i := range []int{1, 2} { // USER, HOST
+				if r[i] == "" {
+					r[i] = nil
+				}
+			}
+		}
+	}
 	return project(processlistColumns, rows, items)
 }
 
