@@ -111,6 +111,11 @@ func parseGNO(s string) (int64, error) {
 			return 0, fmt.Errorf("transaction number %q: not a decimal number", s)
 		}
 	}
+	if len(s) > 1 && s[0] == '0' {
+		// MySQL would read a leading zero as octal ("010" is 8): refuse it
+		// rather than mean something else than MySQL does.
+		return 0, fmt.Errorf("transaction number %q: leading zero (MySQL reads it as octal)", s)
+	}
 	n, err := strconv.ParseInt(s, 10, 64)
 	if err != nil || n < 1 || n > MaxGNO {
 		return 0, fmt.Errorf("transaction number %q: want 1 to %d", s, MaxGNO)

@@ -61,16 +61,25 @@ func (r Relation) String() string {
 	}
 }
 
-// Parse reads a GTID set in any form MySQL accepts as input: elements
-// separated by commas with optional whitespace and newlines, UUIDs in any
+// Parse reads a GTID set in the forms MySQL accepts as input: elements
+// separated by commas with optional whitespace and newlines, empty elements
+// (a trailing comma, as in text copied from gtid_executed), UUIDs in any
 // case, intervals in any order and overlapping, and tagged parts
 // ("uuid:tag:1-5", "uuid:1-3:tag:1-5"). The empty string is the empty set.
+//
+// A few inputs MySQL's parser lets through are refused here as the mistakes
+// they almost certainly are: a UUID or tag without an interval, an interval
+// whose end is before its start or missing ("5-3", "1-"; MySQL drops them
+// silently) and numbers in hexadecimal or octal notation.
 func Parse(s string) (Set, error) {
 	b := builder{}
 	if strings.TrimSpace(s) == "" {
 		return Set{}, nil
 	}
 	for _, elem := range strings.Split(s, ",") {
+		if strings.TrimSpace(elem) == "" {
+			continue // MySQL allows empty elements ("we allow empty SID:GNO specifications")
+		}
 		if err := b.addElement(elem); err != nil {
 			return Set{}, fmt.Errorf("gtid set %q: %w", s, err)
 		}

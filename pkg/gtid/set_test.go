@@ -35,6 +35,11 @@ func TestParseFormatManualExamples(t *testing.T) {
 		{uA + ":t:5," + uA + ":1-2", uA + ":1-2:t:5"},
 		// Out-of-order and duplicate intervals.
 		{uA + ":10:1-3:2:4", uA + ":1-4:10"},
+		// Empty elements, which MySQL accepts: a trailing comma as in text
+		// copied from gtid_executed, leading and doubled commas.
+		{uA + ":1-5,\n", uA + ":1-5"},
+		{",, " + uA + ":1-5,,\n" + uB + ":1,", uB + ":1,\n" + uA + ":1-5"},
+		{" , ", ""},
 	}
 	for _, c := range cases {
 		s, err := Parse(c.in)
@@ -50,22 +55,25 @@ func TestParseFormatManualExamples(t *testing.T) {
 
 func TestParseRejects(t *testing.T) {
 	bad := []string{
-		"3E11FA47-71CA-11E1-9E33-C80AA9429562",    // no interval
-		"3E11FA47-71CA-11E1-9E33-C80AA942956:1",   // short uuid
-		"3E11FA47-71CA-11E1-9E33-C80AA942956Z:1",  // bad hex
-		"3E11FA47x71CA-11E1-9E33-C80AA9429562:1",  // bad dash
-		uA + ":0",                                 // GNO 0 is invalid
-		uA + ":5-3",                               // end before start
-		uA + ":1-",                                // missing end
-		uA + ":-1",                                // missing start
-		uA + ":9223372036854775807",               // above MaxGNO
-		uA + ":1,,",                               // empty element
-		uA + ":tag",                               // tag without interval
-		uA + ":1:9tag:1",                          // tag starting with a digit
-		uA + ":a-b:1",                             // invalid tag char
+		"3E11FA47-71CA-11E1-9E33-C80AA9429562",   // no interval
+		"3E11FA47-71CA-11E1-9E33-C80AA942956:1",  // short uuid
+		"3E11FA47-71CA-11E1-9E33-C80AA942956Z:1", // bad hex
+		"3E11FA47x71CA-11E1-9E33-C80AA9429562:1", // bad dash
+		uA + ":0",                                // GNO 0 is invalid
+		uA + ":5-3",                              // end before start
+		uA + ":1-",                               // missing end
+		uA + ":-1",                               // missing start
+		uA + ":9223372036854775807",              // above MaxGNO
+		uA + ":1,x",                              // garbage element
+		uA + ":010x",                             // not a decimal number
+		uA + ":010",                              // octal for MySQL
+		uA + ":0x10",                             // hexadecimal for MySQL
+		uA + ":tag",                              // tag without interval
+		uA + ":1:9tag:1",                         // tag starting with a digit
+		uA + ":a-b:1",                            // invalid tag char
 		uA + ":" + strings.Repeat("t", 33) + ":1", // tag too long
-		uA + ":t1:t2:1",                           // tag followed by tag
-		uA + ":1 2",                               // garbage
+		uA + ":t1:t2:1", // tag followed by tag
+		uA + ":1 2",     // garbage
 	}
 	for _, in := range bad {
 		if _, err := Parse(in); err == nil {
