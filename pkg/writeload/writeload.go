@@ -41,7 +41,8 @@ type Config struct {
 	// product publishes as the active site).
 	Endpoint mysql.Options
 	// WriterUUID is the source UUID of the GTIDs the loader assigns; a random
-	// one when empty. Numbers start at 1.
+	// one when empty. Numbers start after the highest one of that UUID the
+	// endpoint has executed (1 for a new UUID).
 	WriterUUID string
 	// Interval is the pause between writes; zero writes back to back.
 	Interval time.Duration
@@ -162,6 +163,9 @@ func (l *Loader) prepare(ctx context.Context) error {
 			_, err = l.client.DB().ExecContext(ctx, stmtCreateTable)
 		}
 		if err == nil {
+			err = l.skipUsedNumbers(ctx)
+		}
+		if err == nil {
 			l.prepared = true
 			return nil
 		}
@@ -172,6 +176,23 @@ func (l *Loader) prepare(ctx context.Context) error {
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
+}
+
+// skipUsedNumbers starts numbering after the highest GTID of the writer's
+// UUID the endpoint already executed (a rerun with the same WriterUUID): a
+// transaction whose GTID was executed is skipped by MySQL without error, so
+// reusing a number would count a write that never happened as acknowledged.
+func (l *Loader) skipUsedNumbers(ctx context.Context) error {
+	o, err := l.client.Observe(ctx)
+	if err != nil {
+		return err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if ivs := o.GTIDExecuted.Intervals(l.sid); len(ivs) > 0 && ivs[len(ivs)-1].End >= l.next {
+		l.next = ivs[len(ivs)-1].End + 1
+	}
+	return nil
 }
 
 func (l *Loader) pause(ctx context.Context) {

@@ -155,6 +155,32 @@ func TestUncertainWritesWhenTheServerCrashes(t *testing.T) {
 	}
 }
 
+// TestRerunWithTheSameWriterUUID: a second loader with the same WriterUUID
+// continues after the numbers the server already executed; otherwise MySQL
+// would skip its writes (GTID already executed) and they would count as
+// acknowledged without a row written.
+func TestRerunWithTheSameWriterUUID(t *testing.T) {
+	p := simtest.Start(t, mysqlsim.Config{})
+	const writer = "bbbbbbbb-cccc-4ddd-8eee-ffffffffffff"
+	var acked []gtid.Set
+	for i := 0; i < 2; i++ {
+		l, err := writeload.New(writeload.Config{Endpoint: opts(p), WriterUUID: writer, MaxWrites: 4})
+		if err != nil {
+			t.Fatal(err)
+		}
+		run(t, l)
+		l.Close()
+		acked = append(acked, l.Acknowledged())
+	}
+	if want := gtid.MustParse(writer + ":5-8"); !acked[1].Equal(want) {
+		t.Fatalf("second run acknowledged %s, want %s", acked[1], want)
+	}
+	var rows int64
+	if err := adminClient(t, p).DB().QueryRowContext(context.Background(), "SELECT COUNT(*) FROM bloodraven_writeload.writes").Scan(&rows); err != nil || rows != 8 {
+		t.Fatalf("rows written = %d (%v), want 8: one per acknowledged write", rows, err)
+	}
+}
+
 func TestConfigErrors(t *testing.T) {
 	if _, err := writeload.New(writeload.Config{Endpoint: mysql.Options{Addr: "127.0.0.1:1", User: "u"}, WriterUUID: "nope"}); err == nil {
 		t.Fatal("bad WriterUUID accepted")
