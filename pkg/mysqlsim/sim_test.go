@@ -554,3 +554,35 @@ func TestDriverConnectStatements(t *testing.T) {
 		t.Fatalf("parse error: got %v, want 1064", err)
 	}
 }
+
+// TestFenceRefusesCommitOfOpenTransaction: a transaction that wrote before
+// super_read_only=ON and commits after it is refused at COMMIT with 1290 and
+// rolled back, as MySQL's commit checks read_only (ha_commit_trans): a fence
+// leaves no write to commit later.
+func TestFenceRefusesCommitOfOpenTransaction(t *testing.T) {
+	srv := simtest.Start(t, mysqlsim.Config{})
+	admin := open(t, srv.Addr(), simtest.AdminUser, simtest.AdminPass, nil, false)
+	app := open(t, srv.Addr(), simtest.AppUser, simtest.AppPass, nil, false)
+	c := ctx(t)
+	mustExec(t, admin, "CREATE DATABASE shop")
+	mustExec(t, admin, "CREATE TABLE shop.orders (id BIGINT)")
+	before := srv.Snapshot().Executed
+	tx, err := app.BeginTx(c, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.ExecContext(c, "INSERT INTO shop.orders VALUES (?)", 1); err != nil {
+		t.Fatal(err)
+	}
+	mustExec(t, admin, "SET GLOBAL super_read_only = ON")
+	if err := tx.Commit(); myErrNo(err) != 1290 {
+		t.Fatalf("COMMIT after the fence: got %v, want 1290", err)
+	}
+	var n int64
+	if err := admin.QueryRowContext(c, "SELECT COUNT(*) FROM shop.orders").Scan(&n); err != nil || n != 0 {
+		t.Fatalf("rows after the refused commit = %d (%v), want 0", n, err)
+	}
+	if after := srv.Snapshot().Executed; !after.Equal(before) {
+		t.Fatalf("gtid_executed moved from %s to %s on a refused commit", before, after)
+	}
+}
