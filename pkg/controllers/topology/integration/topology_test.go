@@ -133,7 +133,7 @@ func TestSampleGroupLifecycle(t *testing.T) {
 
 	// A failover (the topology manager rewriting activeSite) moves taints and DNS.
 	e.setActiveSite(g.Name, "pdx")
-	e.waitDNSTarget(g.Name, "10.0.2.1")
+	dnsVersion := e.waitDNSTarget(g.Name, "10.0.2.1").GetResourceVersion()
 	eventually(t, waitFor, "taint moved to iad's node", func() error {
 		iad, _ := e.nodeTainted(iadNode, taintKey)
 		pdx, _ := e.nodeTainted(pdxNode, taintKey)
@@ -143,6 +143,12 @@ func TestSampleGroupLifecycle(t *testing.T) {
 		return nil
 	})
 	e.staysUntainted(readerNode, taintKey, time.Second)
+	// Passes since (node watches wake the group) did not rewrite the record.
+	if d, err := e.dnsEndpoint(g.Name); err != nil {
+		t.Error(err)
+	} else if d.GetResourceVersion() != dnsVersion {
+		t.Errorf("DNSEndpoint rewritten without a change: resourceVersion %s -> %s", dnsVersion, d.GetResourceVersion())
+	}
 
 	// Deletion: hold the group with a finalizer of the test's own, so what
 	// the operator does before the group is gone can be observed.
