@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
@@ -295,5 +296,131 @@ func TestStrictValidationRefusesUnknownFields(t *testing.T) {
 	out, err := apply(t, broken)
 	if err == nil || !strings.Contains(out, "terminationGracePeriodSecond") {
 		t.Fatalf("a misspelled field was accepted: err=%v\n%s", err, out)
+	}
+}
+
+// dig walks nested maps and lists of a rendered object: a string steps into
+// a map, an int into a list. Missing steps give nil.
+func dig(v any, path ...any) any {
+	for _, p := range path {
+		switch k := p.(type) {
+		case string:
+			m, ok := v.(map[string]any)
+			if !ok {
+				return nil
+			}
+			v = m[k]
+		case int:
+			l, ok := v.([]any)
+			if !ok || k >= len(l) {
+				return nil
+			}
+			v = l[k]
+		}
+	}
+	return v
+}
+
+func deploymentOf(t *testing.T, dir string) map[string]any {
+	t.Helper()
+	_, objs := render(t, dir)
+	for _, o := range objs {
+		if o.Kind == "Deployment" && o.name() == "bloodraven" {
+			return o.raw
+		}
+	}
+	t.Fatalf("%s renders no Deployment bloodraven", dir)
+	return nil
+}
+
+// The operator Deployment runs non-root on a read-only root filesystem,
+// with probes on the :8081 endpoints, resources, and a termination grace
+// period that leaves room for --shutdown-grace-period.
+func TestOperatorDeploymentIsHardened(t *testing.T) {
+	d := deploymentOf(t, repo("deploy/base"))
+	pod := dig(d, "spec", "template", "spec")
+	c := dig(pod, "containers", 0)
+	if dig(pod, "securityContext", "runAsNonRoot") != true || dig(c, "securityContext", "readOnlyRootFilesystem") != true ||
+		dig(c, "securityContext", "allowPrivilegeEscalation") != false || dig(c, "securityContext", "capabilities", "drop", 0) != "ALL" {
+		t.Errorf("security contexts: pod %v container %v", dig(pod, "securityContext"), dig(c, "securityContext"))
+	}
+	for probe, path := range map[string]string{"livenessProbe": "/healthz", "readinessProbe": "/readyz", "startupProbe": "/healthz"} {
+		if dig(c, probe, "httpGet", "path") != path || dig(c, probe, "httpGet", "port") != "probes" {
+			t.Errorf("%s = %v, want GET %s on the probes port", probe, dig(c, probe), path)
+		}
+	}
+	ports := map[string]float64{}
+	for i := 0; dig(c, "ports", i) != nil; i++ {
+		name, _ := dig(c, "ports", i, "name").(string)
+		ports[name], _ = dig(c, "ports", i, "containerPort").(float64)
+	}
+	if ports["metrics"] != 8080 || ports["probes"] != 8081 || ports["auxiliary"] != 8082 {
+		t.Errorf("container ports = %v, want metrics 8080, probes 8081, auxiliary 8082", ports)
+	}
+	for _, r := range []string{"requests/cpu", "requests/memory", "limits/memory"} {
+		kind, res, _ := strings.Cut(r, "/")
+		if dig(c, "resources", kind, res) == nil {
+			t.Errorf("resources.%s.%s is not set", kind, res)
+		}
+	}
+	grace, _ := dig(pod, "terminationGracePeriodSeconds").(float64)
+	var shutdown time.Duration
+	for i := 0; dig(c, "args", i) != nil; i++ {
+		if v, ok := strings.CutPrefix(dig(c, "args", i).(string), "--shutdown-grace-period="); ok {
+			shutdown, _ = time.ParseDuration(v)
+		}
+	}
+	if shutdown <= 0 || time.Duration(grace)*time.Second <= shutdown {
+		t.Errorf("terminationGracePeriodSeconds %v must exceed --shutdown-grace-period %s", grace, shutdown)
+	}
+}
+
+// The TLS component mounts the Secret bloodraven-auxiliary-tls and serves
+// it on 8443 (container and Service); the deploy-API component turns the API
+// on only together with it.
+func TestEscrowTLSAndDeployAPIComponents(t *testing.T) {
+	_, objs := render(t, repo("deploy/overlays/example"))
+	var d, svc map[string]any
+	for _, o := range objs {
+		switch {
+		case o.Kind == "Deployment" && o.name() == "bloodraven":
+			d = o.raw
+		case o.Kind == "Service" && o.name() == "bloodraven":
+			svc = o.raw
+		}
+	}
+	if d == nil || svc == nil {
+		t.Fatal("the example overlay lacks the Deployment or the Service bloodraven")
+	}
+	pod := dig(d, "spec", "template", "spec")
+	c := dig(pod, "containers", 0)
+	env := map[string]string{}
+	for i := 0; dig(c, "env", i) != nil; i++ {
+		v, _ := dig(c, "env", i, "value").(string)
+		env[dig(c, "env", i, "name").(string)] = v
+	}
+	if env["BLOODRAVEN_ESCROW_TLS_ADDR"] != ":8443" || env["BLOODRAVEN_DEPLOY_API_ENABLED"] != "true" || env["BLOODRAVEN_DEPLOY_API_AUDIENCE"] != "bloodraven-deploy" {
+		t.Errorf("operator env = %v", env)
+	}
+	var mounted string
+	for i := 0; dig(pod, "volumes", i) != nil; i++ {
+		if s, ok := dig(pod, "volumes", i, "secret", "secretName").(string); ok {
+			mounted = s
+			if dir, _ := dig(c, "volumeMounts", 0, "mountPath").(string); !strings.HasPrefix(env["BLOODRAVEN_TLS_CERT_FILE"], dir+"/") {
+				t.Errorf("cert file %s is not under the Secret's mount %s", env["BLOODRAVEN_TLS_CERT_FILE"], dir)
+			}
+		}
+	}
+	if mounted != "bloodraven-auxiliary-tls" {
+		t.Errorf("mounted Secret = %q, want bloodraven-auxiliary-tls", mounted)
+	}
+	found := false
+	for i := 0; dig(svc, "spec", "ports", i) != nil; i++ {
+		if dig(svc, "spec", "ports", i, "port") == float64(8443) && dig(svc, "spec", "ports", i, "targetPort") == "https" {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("Service bloodraven ports = %v, want 8443 -> https", dig(svc, "spec", "ports"))
 	}
 }

@@ -22,6 +22,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -284,8 +285,27 @@ func assertServing(t *testing.T, o *operatorProc) {
 	}
 }
 
+// lowerCamelKey is the project's log key spelling. duration_ms, the deploy
+// API's per-request field, is seed 000's explicit exception.
+var lowerCamelKey = regexp.MustCompile(`^[a-z][a-zA-Z0-9]*$`)
+
+// badKeys returns the keys of obj (and of nested objects) that are not
+// lowerCamelCase.
+func badKeys(obj map[string]any) []string {
+	var bad []string
+	for k, v := range obj {
+		if !lowerCamelKey.MatchString(k) && k != "duration_ms" {
+			bad = append(bad, k)
+		}
+		if nested, ok := v.(map[string]any); ok {
+			bad = append(bad, badKeys(nested)...)
+		}
+	}
+	return bad
+}
+
 // assertJSONLogs checks that every line the process printed is a JSON
-// object with time, level and msg.
+// object with time, level and msg, and lowerCamelCase keys.
 func assertJSONLogs(t *testing.T, o *operatorProc) {
 	t.Helper()
 	n := 0
@@ -303,6 +323,9 @@ func assertJSONLogs(t *testing.T, o *operatorProc) {
 				if _, ok := obj[k]; !ok {
 					t.Errorf("%s log line lacks %q: %s", o.identity, k, sc.Text())
 				}
+			}
+			if bad := badKeys(obj); len(bad) > 0 {
+				t.Errorf("%s log line has keys that are not lowerCamelCase %q: %s", o.identity, bad, sc.Text())
 			}
 		}
 	}

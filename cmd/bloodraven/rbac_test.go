@@ -2,6 +2,9 @@ package main
 
 import (
 	"context"
+	"fmt"
+	"io"
+	"net/http"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -10,12 +13,14 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/shipstream/bloodraven/e2e/framework"
 	"github.com/shipstream/bloodraven/generated/clientset/versioned"
 	"github.com/shipstream/bloodraven/pkg/apis/shipstream/v1alpha1"
+	"github.com/shipstream/bloodraven/pkg/controllers/deploylease"
 	"github.com/shipstream/bloodraven/pkg/events"
 )
 
@@ -42,8 +47,10 @@ func serviceAccountKubeconfig(t *testing.T, ns, sa string) string {
 }
 
 // The operator runs with nothing but the RBAC of deploy/base: it leads,
-// reconciles MysqlDatabases, writes their status and records Events, and
-// logs no authorization failure.
+// reconciles MysqlDatabases and failover groups, writes their status,
+// records Events, serves the deploy API (TokenReview, MysqlDatabase list,
+// deployment Leases), clears the revoke-deployment-leases annotation with a
+// patch, and logs no authorization failure.
 func TestOperatorRunsWithTheInstalledRBAC(t *testing.T) {
 	needControlPlane(t)
 	ctx := context.Background()
@@ -63,6 +70,7 @@ func TestOperatorRunsWithTheInstalledRBAC(t *testing.T) {
 	db := &v1alpha1.MysqlDatabase{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "app"}}
 	db.Spec.FailoverGroupRef.Name = "orders"
 	db.Spec.DatabaseName = "app"
+	db.Spec.DeploymentClients = []v1alpha1.DeploymentClient{{Namespace: ns, ServiceAccount: "deployer"}}
 	if _, err := ship.ShipstreamV1alpha1().MysqlDatabases(ns).Create(ctx, db, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -79,6 +87,21 @@ func TestOperatorRunsWithTheInstalledRBAC(t *testing.T) {
 		list, err := cp.Client().CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("reason", events.DatabaseGroupResolved).String()})
 		return err == nil && len(list.Items) > 0
 	})
+	// The topology controller added its finalizer (update) and created each
+	// site's StatefulSet, my.cnf ConfigMap and Services (create).
+	waitUntil(t, "the group's finalizer and children", 30*time.Second, func() bool {
+		g, err := ship.ShipstreamV1alpha1().MysqlFailoverGroups(ns).Get(ctx, "orders", metav1.GetOptions{})
+		if err != nil || len(g.Finalizers) == 0 {
+			return false
+		}
+		sel := metav1.ListOptions{LabelSelector: "bloodraven.shipstream.io/failover-group=orders"}
+		sts, err1 := cp.Client().AppsV1().StatefulSets(ns).List(ctx, sel)
+		cms, err2 := cp.Client().CoreV1().ConfigMaps(ns).List(ctx, sel)
+		svcs, err3 := cp.Client().CoreV1().Services(ns).List(ctx, sel)
+		return err1 == nil && err2 == nil && err3 == nil && len(sts.Items) == 2 && len(cms.Items) == 2 && len(svcs.Items) > 2
+	})
+	exerciseDeployAPI(t, o, ns)
+	revokeByAnnotation(t, ship, ns, "orders")
 	for _, line := range strings.Split(o.stdout.String(), "\n") {
 		if strings.Contains(strings.ToLower(line), "forbidden") {
 			t.Errorf("authorization failure in the operator's log: %s", line)
@@ -103,4 +126,66 @@ func twoSiteGroup(ns, name string) *v1alpha1.MysqlFailoverGroup {
 			DNS:         v1alpha1.DNSSpec{Hostname: name + ".db.example.com"},
 		},
 	}
+}
+
+// exerciseDeployAPI reads the group document and takes a migration lease as a
+// declared deployment client: TokenReview create, MysqlDatabase list,
+// MysqlFailoverGroup get, Lease list/get/create. A Forbidden from any of
+// them is a 500, not the answers wanted here.
+func exerciseDeployAPI(t *testing.T, o *operatorProc, ns string) {
+	t.Helper()
+	ctx := context.Background()
+	token, err := cp.MintToken(ctx, ns, "deployer", "bloodraven-deploy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	call := func(method, path, body string) (int, string) {
+		req, err := http.NewRequestWithContext(ctx, method, "https://"+o.tl+path, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Authorization", "Bearer "+token)
+		if body != "" {
+			req.Header.Set("Content-Type", "application/json")
+		}
+		resp, err := insecureTLS.Do(req)
+		if err != nil {
+			t.Fatalf("%s %s: %v", method, path, err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, body := call(http.MethodGet, "/deploy/v1/groups/orders", ""); code != http.StatusOK {
+		t.Fatalf("GET group document = %d %s, want 200", code, body)
+	}
+	code, body := call(http.MethodPost, "/deploy/v1/groups/orders/leases", `{"kind":"migration","operationId":"5d6f8a51-7c1e-4b2a-9e3d-0a1b2c3d4e5f","instance":"app","ttlSeconds":120}`)
+	if code != http.StatusCreated && code != http.StatusOK {
+		t.Fatalf("POST migration lease = %d %s, want it granted", code, body)
+	}
+}
+
+// revokeByAnnotation sets the revoke-deployment-leases annotation and waits
+// for the deploy-lease controller to revoke the lease (a DeploymentLeaseRevoked
+// Event) and clear the annotation with its patch.
+func revokeByAnnotation(t *testing.T, ship versioned.Interface, ns, group string) {
+	t.Helper()
+	ctx := context.Background()
+	groups := ship.ShipstreamV1alpha1().MysqlFailoverGroups(ns)
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:"rbac-check"}}}`, deploylease.RevokeAnnotation)
+	if _, err := groups.Patch(ctx, group, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "a DeploymentLeaseRevoked Event", 30*time.Second, func() bool {
+		list, err := cp.Client().CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("reason", events.DeploymentLeaseRevoked).String()})
+		return err == nil && len(list.Items) > 0
+	})
+	waitUntil(t, "the revoke annotation to be cleared", 30*time.Second, func() bool {
+		g, err := groups.Get(ctx, group, metav1.GetOptions{})
+		if err != nil {
+			return false
+		}
+		_, present := g.Annotations[deploylease.RevokeAnnotation]
+		return !present
+	})
 }
