@@ -125,11 +125,20 @@ func (p *pass) resourcesReady() {
 		return
 	}
 	msg := strings.Join(problems, "; ")
+	// The API server's refusals can be long; a condition message over the
+	// API's limit would make the whole status write fail.
+	if len(msg) > maxConditionMessage {
+		msg = strings.ToValidUTF8(msg[:maxConditionMessage], "") + " (truncated)"
+	}
 	if p.changed(ConditionResourcesReady, metav1.ConditionFalse, reason, msg) {
 		p.c.recorder.Event(p.g, corev1.EventTypeWarning, event, msg)
 	}
 	p.setCondition(ConditionResourcesReady, metav1.ConditionFalse, reason, msg)
 }
+
+// maxConditionMessage bounds ResourcesReady's message, well under the
+// 32768 bytes a condition message may hold.
+const maxConditionMessage = 4096
 
 // applyFailed records a failed create or update of one of the group's
 // objects. It is always an error of the pass (retried with backoff: a port
