@@ -273,3 +273,36 @@ func TestApplierStopsOnConflict(t *testing.T) {
 		t.Fatalf("applier after conflict: %s %q", st.get("Replica_SQL_Running"), st.get("Last_SQL_Error"))
 	}
 }
+
+// TestSkipReplicaStartAfterClone: the restart that ends a clone also leaves
+// the replication threads stopped under skip_replica_start, with the channel
+// kept, so the operator decides where the recloned site replicates from.
+func TestSkipReplicaStartAfterClone(t *testing.T) {
+	donor := simtest.Start(t, mysqlsim.Config{})
+	rep := simtest.Start(t, mysqlsim.Config{SuperReadOnly: true, SkipReplicaStart: true})
+	writeRows(t, adminDB(t, donor), 2)
+	replicate(t, rep, donor, "")
+	repDB := adminDB(t, rep)
+	eventually(t, 10*time.Second, "replicating", func() (bool, string) {
+		s := rep.Snapshot()
+		return s.IORunning == "Yes" && s.SQLRunning, s.String()
+	})
+	h, p := hostPort(t, donor)
+	mustExec(t, repDB, "SET GLOBAL clone_valid_donor_list = ?", h+":"+p)
+	conn, err := repDB.Conn(ctx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = conn.ExecContext(ctx(t), "CLONE INSTANCE FROM '"+simtest.ReplUser+"'@'"+h+"':"+p+" IDENTIFIED BY '"+simtest.ReplPass+"' REQUIRE NO SSL")
+	conn.Close()
+	want := donor.Snapshot().Executed
+	eventually(t, 10*time.Second, "restarted with the donor's data", func() (bool, string) {
+		s := rep.Snapshot()
+		return s.Running && s.Executed.Equal(want), s.String()
+	})
+	time.Sleep(300 * time.Millisecond) // long enough for a started receiver to connect (about 1 ms here)
+	st := replicaStatus(t, adminDB(t, rep))
+	if st == nil || st.get("Replica_IO_Running") != "No" || st.get("Replica_SQL_Running") != "No" || st.get("Source_Host") != h {
+		t.Fatalf("after a clone with skip_replica_start: %v; want the channel kept with both threads stopped", st)
+	}
+}

@@ -460,3 +460,30 @@ func TestSourceDelay(t *testing.T) {
 		t.Fatalf("SQL_Remaining_Delay = %q with nothing to wait for, want NULL", st.get("SQL_Remaining_Delay"))
 	}
 }
+
+// TestReplicaWithMoreSourceGTIDsStopsReceiver: a replica holding GTIDs of
+// the source's own UUID that the source no longer has (the source was reset,
+// or lost the end of its binary log) gets MySQL's fatal 1236 "Replica has
+// more GTIDs than the source has" instead of diverging silently.
+func TestReplicaWithMoreSourceGTIDsStopsReceiver(t *testing.T) {
+	src := simtest.Start(t, mysqlsim.Config{})
+	rep := simtest.Start(t, mysqlsim.Config{})
+	srcDB, db := adminDB(t, src), adminDB(t, rep)
+	writeRows(t, srcDB, 2)
+	replicate(t, rep, src, "")
+	eventually(t, 10*time.Second, "catch-up", func() (bool, string) {
+		return src.Snapshot().Executed.Equal(rep.Snapshot().Executed), rep.Snapshot().String()
+	})
+	mustExec(t, db, "STOP REPLICA")
+	mustExec(t, srcDB, "RESET BINARY LOGS AND GTIDS")
+	mustExec(t, db, "START REPLICA")
+	var st status
+	eventually(t, 10*time.Second, "receiver error", func() (bool, string) {
+		st = replicaStatus(t, db)
+		return st.get("Last_IO_Errno") == "13114", st.get("Last_IO_Errno") + " " + st.get("Last_IO_Error")
+	})
+	if st.get("Replica_IO_Running") != "No" || !strings.Contains(st.get("Last_IO_Error"), "Got fatal error 1236 from source") ||
+		!strings.Contains(st.get("Last_IO_Error"), "Replica has more GTIDs than the source has") {
+		t.Fatalf("after the source was reset: io=%s err=%q", st.get("Replica_IO_Running"), st.get("Last_IO_Error"))
+	}
+}

@@ -2,6 +2,7 @@ package mysqlsim
 
 import (
 	"encoding/json"
+	"fmt"
 	"time"
 
 	"github.com/shipstream/bloodraven/pkg/gtid"
@@ -110,8 +111,16 @@ func (s *Server) binlogDump(sess *session, have gtid.Set, wait time.Duration) (*
 	s.mu.Unlock()
 	deadline := time.NewTimer(wait)
 	defer deadline.Stop()
+	ownAll := gtid.MustParse(fmt.Sprintf("%s:1-%d", s.cfg.ServerUUID, gtid.MaxGNO))
 	for {
 		s.mu.Lock()
+		// As MySQL's binlog sender does, first: a replica holding GTIDs of
+		// this server's own UUID that this server never executed (its binary
+		// log lost a tail, or it was reset) must not silently diverge.
+		if !have.Intersect(ownAll).IsSubsetOf(s.st.executed) {
+			s.mu.Unlock()
+			return nil, myErr(ErSourceFatalReadingBinlog, "Replica has more GTIDs than the source has, using the source's SERVER_UUID. This may indicate that the end of the binary log was truncated or that the last binary log file was lost, e.g., after a power or disk failure when sync_binlog != 1. The source may or may not have rolled back transactions that were already replicated to the replica. Suggest to replicate any transactions that source has rolled back from replica to source, and/or commit empty transactions on source to account for transactions that have been committed on source but are not included in GTID_EXECUTED.")
+		}
 		if missing := s.st.purged.Subtract(have); !missing.IsEmpty() {
 			s.mu.Unlock()
 			return nil, myErr(ErSourceFatalReadingBinlog, "Cannot replicate because the source purged required binary logs. Replicate the missing transactions from elsewhere, or provision a new replica from backup. Consider increasing the source's binary log expiration period. The GTID set sent by the replica is '%s', and the missing transactions are '%s'", have.OneLine(), missing.OneLine())
