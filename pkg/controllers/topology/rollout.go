@@ -186,7 +186,8 @@ func (r *Rollout) wakeIn(d time.Duration) {
 //
 //   - A missing StatefulSet is always created.
 //   - Recreate, or no active site yet (nothing is serving), rolls every
-//     site at once; status.updatePhase stays empty.
+//     site at once; status.updatePhase stays empty. No pod is deleted while
+//     an active-site change or a planned failover is in flight.
 //   - With Incomplete input the stored phase is kept and no handoff starts.
 //   - OrderedUpdate rolls followers one at a time, in site order: the next
 //     starts once every follower on the new template has been Ready for
@@ -210,6 +211,7 @@ func PlanRollout(in RolloutInput) Rollout {
 }
 
 func planAllAtOnce(in RolloutInput, out *Rollout) {
+	frozen := frozenBy(in)
 	for i, s := range in.Sites {
 		a := &out.Sites[i]
 		switch {
@@ -217,7 +219,30 @@ func planAllAtOnce(in RolloutInput, out *Rollout) {
 			a.ApplyTemplate = true
 		case a.Outdated:
 			roll(s, a)
+			holdPod(a, frozen)
 		}
+	}
+}
+
+// frozenBy says what keeps pods from being deleted: an active-site change
+// or a planned failover in flight (deleting a pod then could take down the
+// source being fenced or the target being promoted). "" when nothing does.
+func frozenBy(in RolloutInput) string {
+	switch {
+	case in.Transition != "":
+		return "the active-site change " + in.Transition + " is in flight"
+	case in.Claim != nil && !in.Claim.Phase.IsTerminal():
+		return fmt.Sprintf("planned failover %s to site %s is %s", in.Claim.RunID, in.Claim.TargetSite, in.Claim.Phase)
+	}
+	return ""
+}
+
+// holdPod keeps a rolled site's pod while something in flight freezes
+// deletions; the template is still written.
+func holdPod(a *SiteAction, frozen string) {
+	if a.DeletePod && frozen != "" {
+		a.DeletePod = false
+		a.Waiting, a.WaitingFor = true, frozen
 	}
 }
 
@@ -231,13 +256,7 @@ func roll(s SiteState, a *SiteAction) {
 func planOrdered(in RolloutInput, out *Rollout) {
 	ours := in.Phase == v1alpha1.UpdateHandingOff
 	claimRunning := in.Claim != nil && !in.Claim.Phase.IsTerminal()
-	frozen := ""
-	switch {
-	case in.Transition != "":
-		frozen = "the active-site change " + in.Transition + " is in flight"
-	case claimRunning:
-		frozen = fmt.Sprintf("planned failover %s to site %s is %s", in.Claim.RunID, in.Claim.TargetSite, in.Claim.Phase)
-	}
+	frozen := frozenBy(in)
 	inProgress := in.Phase != ""
 	for _, a := range out.Sites {
 		inProgress = inProgress || a.Outdated
@@ -272,10 +291,7 @@ func planOrdered(in RolloutInput, out *Rollout) {
 		default:
 			busy = s.Name
 			roll(s, a)
-			if a.DeletePod && frozen != "" {
-				a.DeletePod = false
-				a.Waiting, a.WaitingFor = true, frozen
-			}
+			holdPod(a, frozen)
 		}
 	}
 	if busy != "" {

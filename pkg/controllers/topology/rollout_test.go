@@ -177,6 +177,40 @@ func TestPlanRolloutSiteActions(t *testing.T) {
 			{Name: "reader", ApplyTemplate: true, Outdated: true},
 		},
 	}, {
+		name: "Recreate deletes no pod while an active-site change is in flight; templates are still written",
+		in: func() RolloutInput {
+			in := recreate(ordered("iad", site("iad", newH, oldH, true), site("pdx", newH, oldH, true), site("reader", oldH, oldH, true)))
+			in.Transition = "t-1 (Automatic, iad to pdx)"
+			return in
+		}(),
+		want: []SiteAction{
+			{Name: "iad", Waiting: true, WaitingFor: "the active-site change t-1 (Automatic, iad to pdx) is in flight", Outdated: true},
+			{Name: "pdx", Waiting: true, WaitingFor: "the active-site change t-1 (Automatic, iad to pdx) is in flight", Outdated: true},
+			{Name: "reader", ApplyTemplate: true, Outdated: true},
+		},
+	}, {
+		name: "Recreate deletes no pod while a planned failover runs",
+		in: func() RolloutInput {
+			in := recreate(ordered("iad", site("iad", newH, oldH, true), site("pdx", newH, oldH, true)))
+			in.Claim = claim(v1alpha1.PlannedFailoverDraining, "iad", "pdx", 0)
+			return in
+		}(),
+		want: []SiteAction{
+			{Name: "iad", Waiting: true, WaitingFor: "planned failover run-1 to site pdx is Draining", Outdated: true},
+			{Name: "pdx", Waiting: true, WaitingFor: "planned failover run-1 to site pdx is Draining", Outdated: true},
+		},
+	}, {
+		name: "a bootstrap in flight holds the pods too",
+		in: func() RolloutInput {
+			in := ordered("", site("iad", newH, oldH, false), site("pdx", newH, oldH, false))
+			in.Transition = "t-0 (Bootstrap, to iad)"
+			return in
+		}(),
+		want: []SiteAction{
+			{Name: "iad", Waiting: true, WaitingFor: "the active-site change t-0 (Bootstrap, to iad) is in flight", Outdated: true},
+			{Name: "pdx", Waiting: true, WaitingFor: "the active-site change t-0 (Bootstrap, to iad) is in flight", Outdated: true},
+		},
+	}, {
 		name: "without an active site nothing serves: every site rolls",
 		in:   ordered("", site("iad", oldH, oldH, false), site("pdx", newH, oldH, false)),
 		want: []SiteAction{{Name: "iad", ApplyTemplate: true, Outdated: true}, {Name: "pdx", DeletePod: true, Outdated: true}},
