@@ -16,9 +16,12 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/yaml"
 
 	"github.com/shipstream/bloodraven/e2e/framework"
+	"github.com/shipstream/bloodraven/pkg/apis/shipstream/v1alpha1"
+	renderpkg "github.com/shipstream/bloodraven/pkg/render"
 )
 
 var cp *framework.ControlPlane
@@ -218,6 +221,15 @@ func TestNetworkPolicyShape(t *testing.T) {
 	mysqld := peers[1].(map[string]any)
 	if sel, ok := mysqld["namespaceSelector"].(map[string]any); !ok || len(sel) != 0 {
 		t.Errorf("mysqld peer must select all namespaces: %v", mysqld)
+	}
+	// The escrow peer admits the mysqld pods the operator actually renders.
+	want := map[string]string{}
+	for k, v := range dig(mysqld, "podSelector", "matchLabels").(map[string]any) {
+		want[k], _ = v.(string)
+	}
+	g := &v1alpha1.MysqlFailoverGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "orders"}}
+	if len(want) == 0 || !labels.SelectorFromSet(want).Matches(labels.Set(renderpkg.SiteLabels(g, "iad"))) {
+		t.Errorf("escrow peer selector %v does not select the operator's mysqld pods (labels %v)", want, renderpkg.SiteLabels(g, "iad"))
 	}
 	ports := first["ports"].([]any)
 	if len(ports) != 1 || ports[0].(map[string]any)["port"] != float64(8443) {
