@@ -35,6 +35,7 @@ type options struct {
 	tlsCert, tlsKey          string
 	readOnly, superReadOnly  bool
 	skipReplicaStart         bool
+	unsupervised             bool
 	siteAddresses            string
 	resolve                  listFlag
 	controlAddr              string
@@ -61,6 +62,7 @@ func run(args []string) error {
 	fs.BoolVar(&o.readOnly, "read-only", false, "start with read_only=ON")
 	fs.BoolVar(&o.superReadOnly, "super-read-only", false, "start with super_read_only=ON (implies read_only)")
 	fs.BoolVar(&o.skipReplicaStart, "skip-replica-start", false, "skip_replica_start=ON: replication threads stay stopped at every start until START REPLICA")
+	fs.BoolVar(&o.unsupervised, "unsupervised", false, "mysqld without a monitoring process, as in a container: CLONE answers 3707 and the server restarts as the kubelet would restart it")
 	fs.StringVar(&o.siteAddresses, "site-addresses", os.Getenv(devaddr.EnvVar), "development site-address map file (default $"+devaddr.EnvVar+"), resolves SOURCE_HOST and clone donors")
 	fs.Var(&o.resolve, "resolve", "extra name=host:port mapping for SOURCE_HOST / clone donor names; repeatable")
 	fs.StringVar(&o.controlAddr, "control-addr", "", "loopback host:port for the fault-injection HTTP API (off when empty)")
@@ -98,7 +100,7 @@ func run(args []string) error {
 func buildConfig(o options, log *slog.Logger) (mysqlsim.Config, error) {
 	cfg := mysqlsim.Config{
 		Name: o.name, Addr: o.listen, ServerUUID: o.serverUUID,
-		ReadOnly: o.readOnly, SuperReadOnly: o.superReadOnly, SkipReplicaStart: o.skipReplicaStart, Logger: log,
+		ReadOnly: o.readOnly, SuperReadOnly: o.superReadOnly, SkipReplicaStart: o.skipReplicaStart, Unsupervised: o.unsupervised, Logger: log,
 	}
 	if o.serverID == 0 || o.serverID > 1<<32-1 {
 		return cfg, errors.New("-server-id: required, 1 to 4294967295")

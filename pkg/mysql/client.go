@@ -496,10 +496,12 @@ type Donor struct {
 	RequireSSL           bool
 }
 
-// ErrCloneRestarting is returned by Clone when the connection dropped after
-// the statement was sent, which is how a successful clone ends (the server
-// restarts). Callers reconnect and verify the cloned GTID set.
-var ErrCloneRestarting = errors.New("connection closed during CLONE INSTANCE: the server is restarting (a clone ends this way), reconnect and verify")
+// ErrCloneRestarting is returned by Clone when the statement ended the way a
+// successful clone ends: the connection dropped (mysqld restarts under a
+// supervisor), or error 3707 "Restart server failed" (mysqld without a
+// supervisor, as in a container, shuts down and the kubelet starts it
+// again). Callers reconnect and verify the cloned GTID set.
+var ErrCloneRestarting = errors.New("CLONE INSTANCE ended with the server restarting (a clone ends this way): reconnect and verify")
 
 // Clone replaces this server's data with the donor's (StmtClone); timeout
 // bounds the whole copy.
@@ -525,8 +527,11 @@ func (c *Client) Clone(ctx context.Context, d Donor, timeout time.Duration) erro
 	}
 	defer conn.Close()
 	_, err = conn.ExecContext(ctx, text)
-	if err != nil && IsConnectionLost(err) {
+	switch {
+	case err != nil && IsConnectionLost(err):
 		return c.wrap(StmtClone, ErrCloneRestarting)
+	case IsNumber(err, ErRestartServerFailed):
+		return c.wrap(StmtClone, fmt.Errorf("%w (%w)", ErrCloneRestarting, err))
 	}
 	return c.wrap(StmtClone, err)
 }

@@ -17,6 +17,7 @@ const (
 	ErQueryInterrupted        = 1317 // ER_QUERY_INTERRUPTED
 	ErMalformedGTIDSet        = 1772 // ER_MALFORMED_GTID_SET_SPECIFICATION
 	ErReplicaChannelMustStop  = 3081 // ER_REPLICA_CHANNEL_MUST_STOP
+	ErRestartServerFailed     = 3707 // ER_RESTART_SERVER_FAILED: a clone finished on a mysqld without supervisor, which now shuts down
 	ErCloneSysConfig          = 3869 // ER_CLONE_SYS_CONFIG: donor not in clone_valid_donor_list
 )
 

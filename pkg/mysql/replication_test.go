@@ -1,6 +1,7 @@
 package mysql_test
 
 import (
+	"errors"
 	"net"
 	"strconv"
 	"testing"
@@ -233,4 +234,56 @@ func isCloneRestart(err error) bool {
 		e = u.Unwrap()
 	}
 	return false
+}
+
+// TestCloneOnMysqldWithoutSupervisor: on a mysqld without a monitoring
+// process (a container whose entrypoint execs mysqld) a successful clone
+// answers 3707 "Restart server failed" and shuts the server down; the site
+// client reports that as ErrCloneRestarting, like the dropped connection of
+// a supervised restart, and the server comes back with the donor's data.
+func TestCloneOnMysqldWithoutSupervisor(t *testing.T) {
+	donor := simtest.Start(t, mysqlsim.Config{})
+	ctx := bg(t)
+	for _, q := range []string{"CREATE DATABASE shop", "CREATE TABLE shop.orders (id INT)"} {
+		if _, err := client(t, donor, simtest.AdminUser, simtest.AdminPass, nil, false).DB().ExecContext(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	src := sourceOf(t, donor)
+	d := mysql.Donor{Host: src.Host, Port: src.Port, User: simtest.ReplUser, Password: simtest.ReplPass}
+	donorAddr := net.JoinHostPort(d.Host, strconv.Itoa(d.Port))
+	want := donor.Snapshot().Executed
+
+	// through the driver: MySQL's error number
+	raw := simtest.Start(t, mysqlsim.Config{Unsupervised: true})
+	rawDB := client(t, raw, simtest.AdminUser, simtest.AdminPass, nil, false).DB()
+	if _, err := rawDB.ExecContext(ctx, "SET GLOBAL clone_valid_donor_list = ?", donorAddr); err != nil {
+		t.Fatal(err)
+	}
+	_, err := rawDB.ExecContext(ctx, "CLONE INSTANCE FROM 'repl'@'"+d.Host+"':"+strconv.Itoa(d.Port)+" IDENTIFIED BY '"+simtest.ReplPass+"' REQUIRE NO SSL")
+	if !mysql.IsNumber(err, mysql.ErRestartServerFailed) {
+		t.Fatalf("CLONE on an unsupervised mysqld: %v, want error 3707", err)
+	}
+	waitFor(t, "the unsupervised server back with the donor's data", func() (bool, string) {
+		s := raw.Snapshot()
+		return s.Running && s.Executed.Equal(want), s.String()
+	})
+
+	// through the site client: a clone that ended in a restart
+	rec := simtest.Start(t, mysqlsim.Config{Unsupervised: true})
+	c := client(t, rec, simtest.AdminUser, simtest.AdminPass, nil, false)
+	if err := c.SetCloneDonorList(ctx, donorAddr); err != nil {
+		t.Fatal(err)
+	}
+	err = c.Clone(ctx, d, 10*time.Second)
+	if !errors.Is(err, mysql.ErrCloneRestarting) || !mysql.IsNumber(err, mysql.ErRestartServerFailed) {
+		t.Fatalf("Clone on an unsupervised mysqld: %v, want ErrCloneRestarting carrying 3707", err)
+	}
+	waitFor(t, "the recipient back with the donor's data", func() (bool, string) {
+		o, err := c.Observe(ctx)
+		if err != nil {
+			return false, err.Error()
+		}
+		return o.GTIDExecuted.Equal(want) && o.GTIDPurged.Equal(want), o.GTIDExecuted.OneLine()
+	})
 }

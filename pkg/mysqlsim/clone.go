@@ -85,14 +85,27 @@ func (s *Server) execClone(sess *session, c *cursor) error {
 	s.mu.Lock()
 	s.stopReplicationThreadsLocked()
 	s.installSnapshotLocked(snap)
-	s.stopLocked() // drops every session, including this one
+	if !s.cfg.Unsupervised {
+		s.stopLocked() // drops every session, including this one
+	}
 	s.mu.Unlock()
 	go func() {
+		if s.cfg.Unsupervised {
+			// MySQL answers the CLONE session with 3707, then shuts down
+			// (sql_admin.cc: "Shutdown server if restart failed").
+			time.Sleep(50 * time.Millisecond)
+			s.mu.Lock()
+			s.stopLocked()
+			s.mu.Unlock()
+		}
 		time.Sleep(100 * time.Millisecond) // the restart takes a moment, as mysqld's does
 		if err := s.Restart(); err != nil {
 			s.log.Error("restart after clone failed", "err", err.Error())
 		}
 	}()
+	if s.cfg.Unsupervised {
+		return myErr(ErRestartServerFailed, "Restart server failed (mysqld is not managed by supervisor process).")
+	}
 	return myErr(ErQueryInterrupted, "Query execution was interrupted")
 }
 

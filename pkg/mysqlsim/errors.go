@@ -34,6 +34,7 @@ const (
 	ErReplicaIOThreadMustStop    = 3021 // ER_REPLICA_CHANNEL_IO_THREAD_MUST_STOP
 	ErReplicaSQLThreadMustStop   = 3022 // ER_REPLICA_CHANNEL_SQL_THREAD_MUST_STOP
 	ErReplicaChannelMustStop     = 3081 // ER_REPLICA_CHANNEL_MUST_STOP
+	ErRestartServerFailed        = 3707 // ER_RESTART_SERVER_FAILED
 	ErCloneDonor                 = 3862 // ER_CLONE_DONOR
 	ErCloneSysConfig             = 3869 // ER_CLONE_SYS_CONFIG
 	ErServerSourceFatalReadingBL = 13114

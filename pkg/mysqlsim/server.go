@@ -77,6 +77,14 @@ type Config struct {
 	// or the restart that ends a clone) the replication threads stay
 	// stopped until START REPLICA, whatever they were doing before.
 	SkipReplicaStart bool
+	// Unsupervised is mysqld without a monitoring process (no systemd, no
+	// mysqld_safe, no MYSQLD_PARENT_PID), as in a container whose entrypoint
+	// execs mysqld: a clone cannot restart the server, so CLONE answers
+	// 3707 "Restart server failed" and the server shuts down. The simulator
+	// then starts again by itself, as the kubelet restarts the container.
+	// Without it, the server restarts as under a supervisor and the CLONE
+	// session just loses its connection.
+	Unsupervised bool
 	// ResolveSource maps a SOURCE_HOST/SOURCE_PORT or clone donor given in SQL
 	// to the address to dial. Nil dials host:port as given.
 	ResolveSource func(host string, port int) string
