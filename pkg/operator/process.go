@@ -2,6 +2,7 @@ package operator
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -251,8 +252,14 @@ func (p *Process) Run(ctx context.Context) error {
 	deadline := time.Now().Add(grace)
 
 	// Controllers stop first (ctx is theirs); only then is the Lease released,
-	// so the next leader never overlaps with this one's last reconcile.
-	p.waitControllers(time.Until(deadline) / 2)
+	// so the next leader never overlaps with this one's last reconcile. A
+	// controller that does not stop in time keeps the Lease: the process
+	// exits holding it, and a successor waits for it to expire.
+	if !p.waitControllers(time.Until(deadline) / 2) {
+		log.Error("controllers did not stop in time; exiting without releasing the Lease so no successor overlaps them")
+		p.Exit(1)
+		return errors.New("controllers did not stop within the shutdown grace period")
+	}
 	stopElection()
 	<-electionDone
 
@@ -330,17 +337,18 @@ func (p *Process) stopLeading(processCtx context.Context) {
 }
 
 // waitControllers waits (at most d) for the controllers to return after
-// their context ended.
-func (p *Process) waitControllers(d time.Duration) {
+// their context ended; false means they are still running.
+func (p *Process) waitControllers(d time.Duration) bool {
 	p.mu.Lock()
 	done := p.ctrlDone
 	p.mu.Unlock()
 	if done == nil {
-		return
+		return true
 	}
 	select {
 	case <-done:
+		return true
 	case <-time.After(d):
-		p.Log.Warn("controllers did not stop in time; releasing the Lease anyway", "waited", d.String())
+		return false
 	}
 }
