@@ -141,7 +141,7 @@ func ParseConfig(args []string, getenv func(string) string, usageOut io.Writer) 
 	}
 
 	var namespaces string
-	str(&c.Kubeconfig, flagSpec{"kubeconfig", "KUBECONFIG", "path of a kubeconfig; empty uses the in-cluster ServiceAccount"}, "")
+	str(&c.Kubeconfig, flagSpec{"kubeconfig", "KUBECONFIG", "path of a kubeconfig (or a colon-separated list, as kubectl reads KUBECONFIG); empty uses the in-cluster ServiceAccount"}, "")
 	str(&namespaces, flagSpec{"namespaces", "BLOODRAVEN_NAMESPACES", "comma-separated namespaces to watch; empty watches all"}, "")
 	str(&c.LeaderElection.Namespace, flagSpec{"leader-elect-namespace", "BLOODRAVEN_LEADER_ELECT_NAMESPACE", "namespace of the leader-election Lease; defaults to the pod's namespace"}, defaultNamespace(getenv))
 	str(&c.LeaderElection.Name, flagSpec{"leader-elect-name", "BLOODRAVEN_LEADER_ELECT_NAME", "name of the leader-election Lease"}, "bloodraven-leader")

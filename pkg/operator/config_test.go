@@ -2,6 +2,8 @@ package operator
 
 import (
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -112,5 +114,31 @@ func TestSafetyMarginAndStatementTimeout(t *testing.T) {
 	}
 	if st := le.StatementTimeout(); st <= 0 || st >= le.SafetyMargin() {
 		t.Fatalf("statement timeout %s must be positive and below the margin %s", st, le.SafetyMargin())
+	}
+}
+
+// KUBECONFIG may be a list, as kubectl reads it: files that do not exist
+// are skipped and the first file that sets the current context wins.
+func TestKubeconfigList(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, server string) string {
+		path := filepath.Join(dir, name)
+		must(t, os.WriteFile(path, []byte("apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: \""+server+"\"}}]\nusers: [{name: u, user: {token: x}}]\ncontexts: [{name: c, context: {cluster: c, user: u}}]\ncurrent-context: c\n"), 0o600))
+		return path
+	}
+	first, second := write("first", "https://127.0.0.1:6443"), write("second", "https://127.0.0.1:7443")
+	rc, err := restConfig(filepath.Join(dir, "absent") + string(filepath.ListSeparator) + first + string(filepath.ListSeparator) + second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rc.Host != "https://127.0.0.1:6443" {
+		t.Errorf("host = %s, want the first existing file's", rc.Host)
+	}
+	if _, err := restConfig(filepath.Join(dir, "absent")); err == nil || !strings.Contains(err.Error(), "--kubeconfig") {
+		t.Errorf("a single missing file: err = %v, want one naming --kubeconfig", err)
+	}
+	empty := filepath.Join(dir, "absent") + string(filepath.ListSeparator) + filepath.Join(dir, "also-absent")
+	if _, err := restConfig(empty); err == nil || !strings.Contains(err.Error(), "--kubeconfig") {
+		t.Errorf("a list of missing files: err = %v, want one naming --kubeconfig", err)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -68,8 +69,17 @@ type Process struct {
 }
 
 // restConfig builds the API client configuration: the kubeconfig if given,
-// else the in-cluster ServiceAccount.
+// else the in-cluster ServiceAccount. Like kubectl, a KUBECONFIG holding a
+// list of files (colon-separated) merges them, the first one winning.
 func restConfig(kubeconfig string) (*rest.Config, error) {
+	if paths := filepath.SplitList(kubeconfig); len(paths) > 1 {
+		rules := &clientcmd.ClientConfigLoadingRules{Precedence: paths}
+		c, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+		if err != nil {
+			return nil, fmt.Errorf("--kubeconfig: %q: %w", kubeconfig, err)
+		}
+		return c, nil
+	}
 	if kubeconfig != "" {
 		c, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 		if err != nil {
