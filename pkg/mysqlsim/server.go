@@ -109,7 +109,10 @@ type Server struct {
 	running    bool
 	closed     bool
 	faults     faults
-	wg         sync.WaitGroup
+	// fencesPending counts SET GLOBAL read_only/super_read_only statements
+	// waiting for open transactions; new writes wait behind them.
+	fencesPending int
+	wg            sync.WaitGroup
 }
 
 // New validates cfg and creates a server; call Start to listen.
@@ -349,6 +352,9 @@ type session struct {
 	// gtidNextUsed is set once a transaction committed with an explicit
 	// gtid_next; MySQL then refuses further transactions until it is set again.
 	gtidNextUsed bool
+	// lockWaitTimeout is the session's lock_wait_timeout; zero means the
+	// default (one year, as MySQL's).
+	lockWaitTimeout time.Duration
 
 	inTxn  bool
 	txnOps []writeOp

@@ -2,6 +2,7 @@ package mysqlsim
 
 import (
 	"strings"
+	"time"
 
 	"github.com/shipstream/bloodraven/pkg/gtid"
 )
@@ -122,6 +123,12 @@ func (s *Server) setVarLocked(sess *session, name string, sc scope, val any) err
 	switch name {
 	case "gtid_next":
 		return s.setGTIDNextLocked(sess, val)
+	case "lock_wait_timeout":
+		n, ok := val.(int64)
+		if !ok || n < 1 || n > 31536000 {
+			return myErr(ErWrongValueForVar, "Variable 'lock_wait_timeout' can't be set to the value of '%v'", val)
+		}
+		sess.lockWaitTimeout = time.Duration(n) * time.Second
 	case "sql_log_bin":
 		if !sess.isAdmin() {
 			return errNeedPrivilege("SUPER or SYSTEM_VARIABLES_ADMIN")

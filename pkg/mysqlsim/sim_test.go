@@ -589,3 +589,116 @@ func TestFenceRefusesCommitOfOpenTransaction(t *testing.T) {
 		t.Fatalf("gtid_executed moved from %s to %s on a refused commit", before, after)
 	}
 }
+
+// TestFenceWaitsForOpenTransactions: turning read_only on (here through
+// super_read_only=ON on a writable server) waits, as MySQL's global read
+// lock does, until other sessions' open transactions end; the transaction
+// commits, the fence then takes effect, and a write arriving meanwhile
+// waits and meets the fence (1290). lock_wait_timeout bounds the wait (1205);
+// inside the caller's own transaction the change is refused (1192).
+func TestFenceWaitsForOpenTransactions(t *testing.T) {
+	srv := simtest.Start(t, mysqlsim.Config{})
+	admin := open(t, srv.Addr(), simtest.AdminUser, simtest.AdminPass, nil, false)
+	app := open(t, srv.Addr(), simtest.AppUser, simtest.AppPass, nil, false)
+	c := ctx(t)
+	mustExec(t, admin, "CREATE DATABASE shop")
+	mustExec(t, admin, "CREATE TABLE shop.orders (id BIGINT)")
+	readOnly := func() int64 {
+		var ro int64
+		if err := admin.QueryRowContext(c, "SELECT @@GLOBAL.read_only").Scan(&ro); err != nil {
+			t.Fatal(err)
+		}
+		return ro
+	}
+
+	// a bounded fence gives up with 1205 and changes nothing
+	tx, err := app.BeginTx(c, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.ExecContext(c, "INSERT INTO shop.orders VALUES (?)", 1); err != nil {
+		t.Fatal(err)
+	}
+	fencer, err := admin.Conn(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fencer.Close()
+	if _, err := fencer.ExecContext(c, "SET SESSION lock_wait_timeout = 1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fencer.ExecContext(c, "SET GLOBAL super_read_only = ON"); myErrNo(err) != 1205 {
+		t.Fatalf("fence behind an open transaction with lock_wait_timeout=1: got %v, want 1205", err)
+	}
+	if readOnly() != 0 {
+		t.Fatal("a fence that timed out changed read_only")
+	}
+
+	// an unbounded fence waits; the transaction commits; the fence follows
+	fenced := make(chan error, 1)
+	go func() {
+		_, err := admin.ExecContext(c, "SET GLOBAL super_read_only = ON")
+		fenced <- err
+	}()
+	eventually(t, 5*time.Second, "the fence waiting for the global read lock", func() (bool, string) {
+		return fenceWaiting(t, admin), "no session in state Waiting for global read lock"
+	})
+	late := make(chan error, 1)
+	go func() {
+		_, err := app.ExecContext(c, "INSERT INTO shop.orders VALUES (?)", 2)
+		late <- err
+	}()
+	select {
+	case err := <-fenced:
+		t.Fatalf("the fence returned (%v) while a transaction was open", err)
+	case err := <-late:
+		t.Fatalf("a new write went through (%v) while a fence waited", err)
+	case <-time.After(200 * time.Millisecond):
+	}
+	if readOnly() != 0 {
+		t.Fatal("read_only is ON while the fence still waits")
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatalf("COMMIT of the transaction the fence waits for: %v", err)
+	}
+	if err := <-fenced; err != nil {
+		t.Fatalf("fence after the transaction ended: %v", err)
+	}
+	if err := <-late; myErrNo(err) != 1290 {
+		t.Fatalf("write that waited behind the fence: got %v, want 1290", err)
+	}
+	var n int64
+	if err := admin.QueryRowContext(c, "SELECT COUNT(*) FROM shop.orders").Scan(&n); err != nil || n != 1 {
+		t.Fatalf("rows = %d (%v), want the committed 1", n, err)
+	}
+
+	// inside the caller's own transaction: 1192
+	mustExec(t, admin, "SET GLOBAL read_only = OFF")
+	own, err := admin.BeginTx(c, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer own.Rollback()
+	if _, err := own.ExecContext(c, "SET GLOBAL read_only = ON"); myErrNo(err) != 1192 {
+		t.Fatalf("read_only=ON inside an open transaction: got %v, want 1192", err)
+	}
+}
+
+// fenceWaiting reports a session waiting for the global read lock.
+func fenceWaiting(t *testing.T, db *sql.DB) bool {
+	rows, err := db.QueryContext(ctx(t), "SELECT STATE FROM performance_schema.processlist")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var state sql.NullString
+		if err := rows.Scan(&state); err != nil {
+			t.Fatal(err)
+		}
+		if state.String == "Waiting for global read lock" {
+			return true
+		}
+	}
+	return false
+}

@@ -4,6 +4,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/shipstream/bloodraven/pkg/gtid"
 )
@@ -61,6 +62,7 @@ var sysVars = map[string]varDef{
 	"system_time_zone":         {globalOnly, colString, true},
 	"transaction_isolation":    {both, colString, false},
 	"wait_timeout":             {both, colInt, false},
+	"lock_wait_timeout":        {both, colInt, false},
 	"session_track_gtids":      {both, colString, false},
 	"character_set_client":     {both, colString, false},
 	"character_set_connection": {both, colString, false},
@@ -76,7 +78,7 @@ var sysVars = map[string]varDef{
 var sessionVarDefaults = map[string]string{
 	"max_allowed_packet": "67108864", "autocommit": "1", "binlog_format": "ROW",
 	"sql_mode":  "ONLY_FULL_GROUP_BY,STRICT_TRANS_TABLES,NO_ZERO_IN_DATE,NO_ZERO_DATE,ERROR_FOR_DIVISION_BY_ZERO,NO_ENGINE_SUBSTITUTION",
-	"time_zone": "SYSTEM", "transaction_isolation": "REPEATABLE-READ", "wait_timeout": "28800",
+	"time_zone": "SYSTEM", "transaction_isolation": "REPEATABLE-READ", "wait_timeout": "28800", "lock_wait_timeout": "31536000",
 	"session_track_gtids": "OFF", "character_set_client": "utf8mb4", "character_set_connection": "utf8mb4",
 	"character_set_results": "utf8mb4", "collation_connection": "utf8mb4_0900_ai_ci", "sql_log_bin": "1",
 }
@@ -142,6 +144,10 @@ func (s *Server) getVarLocked(sess *session, name string, sc scope) (any, colTyp
 		return n, def.typ, nil
 	case "system_time_zone":
 		return "UTC", def.typ, nil
+	case "lock_wait_timeout":
+		if sc != scopeGlobal && sess != nil && sess.lockWaitTimeout > 0 {
+			return int64(sess.lockWaitTimeout / time.Second), def.typ, nil
+		}
 	case "innodb_read_only", "require_secure_transport":
 		return int64(0), def.typ, nil
 	case "have_ssl":
@@ -184,6 +190,11 @@ func (s *Server) setGlobalLocked(sess *session, name string, v any) error {
 		b, err := parseBoolValue(name, v)
 		if err != nil {
 			return err
+		}
+		if b && name != "offline_mode" && !st.readOnly {
+			if err := s.waitForOpenTransactionsLocked(sess); err != nil {
+				return err
+			}
 		}
 		switch name {
 		case "read_only":
@@ -254,5 +265,93 @@ func (s *Server) setGTIDPurgedLocked(v any) error {
 	}
 	st.purged = st.purged.Union(set)
 	st.executed = st.executed.Union(set)
+	return nil
+}
+
+// defaultLockWaitTimeout is MySQL's default lock_wait_timeout (one year).
+const defaultLockWaitTimeout = 31536000 * time.Second
+
+func (sess *session) lockWait() time.Duration {
+	if sess.lockWaitTimeout > 0 {
+		return sess.lockWaitTimeout
+	}
+	return defaultLockWaitTimeout
+}
+
+// waitForOpenTransactionsLocked is what turning read_only from OFF to ON
+// waits for in MySQL (the global read lock and close_cached_tables of
+// fix_read_only; manual, read_only: "the attempt blocks until the locks are
+// released and the transactions end"): every other session's open
+// transaction that wrote must end, within the caller's lock_wait_timeout
+// (1205). Meanwhile new writes wait (waitBehindFenceLocked). Inside the
+// caller's own open transaction MySQL refuses with 1192.
+func (s *Server) waitForOpenTransactionsLocked(sess *session) error {
+	if sess.inTxn {
+		return myErr(1192, "Can't execute the given command because you have active locked tables or an active transaction")
+	}
+	s.fencesPending++
+	defer func() { s.fencesPending--; s.notifyLocked() }()
+	deadline := time.NewTimer(sess.lockWait())
+	defer deadline.Stop()
+	for {
+		open := false
+		for _, o := range s.sessions {
+			if o != sess && o.inTxn && len(o.txnOps) > 0 {
+				open = true
+				break
+			}
+		}
+		if !open {
+			return nil
+		}
+		sess.state = "Waiting for global read lock"
+		changed, qk := s.changed, sess.queryKil
+		s.mu.Unlock()
+		var err error
+		select {
+		case <-changed:
+		case <-deadline.C:
+			err = myErr(1205, "Lock wait timeout exceeded; try restarting transaction")
+		case <-sess.killed:
+			err = myErr(ErQueryInterrupted, "Query execution was interrupted")
+		case <-qk:
+			err = myErr(ErQueryInterrupted, "Query execution was interrupted")
+		}
+		s.mu.Lock()
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// waitBehindFenceLocked holds a write while a read_only change waits for
+// open transactions, as MySQL's global read lock holds it; the write then
+// meets the new read_only (1290). Bounded by the session's lock_wait_timeout.
+func (s *Server) waitBehindFenceLocked(sess *session) error {
+	if s.fencesPending == 0 {
+		return nil
+	}
+	deadline := time.NewTimer(sess.lockWait())
+	defer deadline.Stop()
+	for s.fencesPending > 0 {
+		sess.state = "Waiting for global read lock"
+		changed, qk := s.changed, sess.queryKil
+		s.mu.Unlock()
+		var err error
+		select {
+		case <-changed:
+		case <-deadline.C:
+			err = myErr(1205, "Lock wait timeout exceeded; try restarting transaction")
+		case <-sess.killed:
+			err = myErr(ErQueryInterrupted, "Query execution was interrupted")
+		case <-qk:
+			err = myErr(ErQueryInterrupted, "Query execution was interrupted")
+		}
+		s.mu.Lock()
+		if err != nil {
+			return err
+		}
+	}
+	sess.state = "executing"
 	return nil
 }

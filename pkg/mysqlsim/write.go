@@ -19,6 +19,9 @@ func (s *Server) execWrite(sess *session, first token, c *cursor) (*gomysql.Resu
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if err := s.waitBehindFenceLocked(sess); err != nil {
+		return nil, err
+	}
 	if err := s.checkWritableLocked(sess, op); err != nil {
 		return nil, err
 	}
