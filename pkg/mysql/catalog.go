@@ -48,6 +48,14 @@ var (
 		SQL:     "SET GLOBAL super_read_only = ON",
 		Purpose: "Fence a site before another is promoted (safety invariant 1), and keep replicas read-only.",
 	}
+	// StmtSetLockWaitTimeout bounds, on the fencing session, how long the
+	// fence may wait server-side for the global read lock.
+	StmtSetLockWaitTimeout = Statement{
+		Name: "set-lock-wait-timeout",
+		SQL:  "SET SESSION lock_wait_timeout = ?",
+		Purpose: "Before fencing: turning read_only on waits for open transactions; the wait must end with the call's deadline " +
+			"(error 1205), or a fence the caller gave up on could still take effect later.",
+	}
 	// StmtUnfence makes a site writable: read_only=OFF also clears super_read_only.
 	StmtUnfence = Statement{
 		Name:    "unfence",
@@ -148,7 +156,7 @@ var (
 // Catalog lists every statement the product sends.
 func Catalog() []Statement {
 	return []Statement{
-		StmtObserve, StmtReplicaStatus, StmtFence, StmtUnfence, StmtStopReplica, StmtStopReplicaIOThread,
+		StmtObserve, StmtReplicaStatus, StmtSetLockWaitTimeout, StmtFence, StmtUnfence, StmtStopReplica, StmtStopReplicaIOThread,
 		StmtStartReplica, StmtResetReplicaAll, StmtChangeSource, StmtWaitForGTIDSet, StmtGTIDSubtract,
 		StmtGTIDSubset, StmtConnectionID, StmtListSessions, StmtKillConnection, StmtSetCloneDonorList, StmtClone,
 	}

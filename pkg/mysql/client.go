@@ -226,9 +226,28 @@ func parseReplicaStatus(row map[string]sql.NullString) (*ReplicaStatus, error) {
 	return r, nil
 }
 
-// Fence sets super_read_only=ON (StmtFence).
+// Fence sets super_read_only=ON (StmtFence). On a writable server MySQL
+// first waits for other sessions' open transactions to end; the session's
+// lock_wait_timeout is set to the time left before the call's deadline
+// (StmtSetLockWaitTimeout, whole seconds, at least 1), so the server gives up
+// with 1205 when the caller does, instead of fencing later on its own.
 func (c *Client) Fence(ctx context.Context) error {
-	return c.exec(ctx, StmtFence, StmtFence.SQL)
+	ctx, cancel := c.deadline(ctx, 0)
+	defer cancel()
+	conn, err := c.db.Conn(ctx)
+	if err != nil {
+		return c.wrap(StmtFence, err)
+	}
+	defer conn.Close()
+	secs := int64(1)
+	if dl, ok := ctx.Deadline(); ok {
+		secs = max(1, int64(time.Until(dl)/time.Second))
+	}
+	if _, err := conn.ExecContext(ctx, StmtSetLockWaitTimeout.SQL, secs); err != nil {
+		return c.wrap(StmtSetLockWaitTimeout, err)
+	}
+	_, err = conn.ExecContext(ctx, StmtFence.SQL)
+	return c.wrap(StmtFence, err)
 }
 
 // Unfence sets read_only=OFF, which also clears super_read_only (StmtUnfence).

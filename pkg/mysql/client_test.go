@@ -101,7 +101,7 @@ func TestCatalogAgainstSimulator(t *testing.T) {
 			if err := admin.Fence(ctx); err != nil {
 				t.Fatal(err)
 			}
-			covered[mysql.StmtFence.Name] = true
+			covered[mysql.StmtFence.Name], covered[mysql.StmtSetLockWaitTimeout.Name] = true, true
 			_, err = db.ExecContext(ctx, "INSERT INTO shop.t VALUES (?)", 1)
 			if !mysql.IsReadOnly(err) {
 				t.Fatalf("write on fenced site: %v, want 1290", err)
@@ -287,5 +287,48 @@ func TestOptionsValidation(t *testing.T) {
 	}
 	if _, err := (mysql.Options{Addr: "a:1", User: "u", TLS: &tls.Config{}}).DSN(); err == nil {
 		t.Fatal("DSN with a TLS config must fail")
+	}
+}
+
+// TestFenceGivesUpWithItsDeadline: a fence of a writable server waits for
+// open transactions (MySQL's global read lock). When the call's deadline
+// comes first, the server gives up too (1205, from the session's
+// lock_wait_timeout): the fence does not take effect later, when the
+// transaction ends, behind the back of a caller that reported it failed.
+func TestFenceGivesUpWithItsDeadline(t *testing.T) {
+	srv := simtest.Start(t, mysqlsim.Config{})
+	admin := client(t, srv, simtest.AdminUser, simtest.AdminPass, nil, false)
+	app := client(t, srv, simtest.AppUser, simtest.AppPass, nil, false).DB()
+	ctx := bg(t)
+	for _, q := range []string{"CREATE DATABASE shop", "CREATE TABLE shop.t (id INT)"} {
+		if _, err := admin.DB().ExecContext(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tx, err := app.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.ExecContext(ctx, "INSERT INTO shop.t VALUES (1)"); err != nil {
+		t.Fatal(err)
+	}
+	fctx, cancel := context.WithTimeout(ctx, 1500*time.Millisecond)
+	defer cancel()
+	err = admin.Fence(fctx)
+	if !mysql.IsNumber(err, mysql.ErLockWaitTimeout) {
+		t.Fatalf("fence behind an open transaction: %v, want 1205 before the deadline", err)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatalf("the open transaction commits once the fence gave up: %v", err)
+	}
+	o, err := admin.Observe(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !o.Writable() {
+		t.Fatalf("a fence that failed took effect later: %+v", o)
+	}
+	if err := admin.Fence(ctx); err != nil {
+		t.Fatalf("fence with no open transaction: %v", err)
 	}
 }

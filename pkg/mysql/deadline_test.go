@@ -40,6 +40,7 @@ func TestEveryCallHasADeadline(t *testing.T) {
 		mysql.StmtObserve.Name:             func(ctx context.Context) error { _, err := c.Observe(ctx); return err },
 		mysql.StmtReplicaStatus.Name:       func(ctx context.Context) error { _, err := c.ReplicaStatus(ctx); return err },
 		mysql.StmtFence.Name:               c.Fence,
+		mysql.StmtSetLockWaitTimeout.Name:  c.Fence,
 		mysql.StmtUnfence.Name:             c.Unfence,
 		mysql.StmtStopReplica.Name:         c.StopReplica,
 		mysql.StmtStopReplicaIOThread.Name: c.StopReplicaIOThread,

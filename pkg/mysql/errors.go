@@ -12,6 +12,7 @@ const (
 	ErNoSuchThread            = 1094 // ER_NO_SUCH_THREAD: the session is already gone
 	ErKillDenied              = 1095 // ER_KILL_DENIED_ERROR
 	ErReplicaNotConfigured    = 1200 // ER_REPLICA_CONFIGURATION
+	ErLockWaitTimeout         = 1205 // ER_LOCK_WAIT_TIMEOUT: e.g. a fence that waited lock_wait_timeout for open transactions
 	ErSpecificAccessDenied    = 1227 // ER_SPECIFIC_ACCESS_DENIED_ERROR: missing privilege
 	ErOptionPreventsStatement = 1290 // ER_OPTION_PREVENTS_STATEMENT: read_only / super_read_only
 	ErQueryInterrupted        = 1317 // ER_QUERY_INTERRUPTED
