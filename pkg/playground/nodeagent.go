@@ -287,6 +287,9 @@ func (a *NodeAgent) startSimLocked(s *siteRuntime) error {
 		// As the rendered my.cnf starts mysqld: fenced, and replication
 		// stopped, until the operator says otherwise.
 		"-super-read-only", "-skip-replica-start",
+		// No supervisor in a container: a clone ends with 3707 and a
+		// restart, as the kubelet restarts the mysqld container.
+		"-unsupervised",
 	}
 	p, err := framework.StartProcess("mysqlsim-"+s.plan.Name, "bloodraven-mysqlsim", args, nil,
 		filepath.Join(a.dir, "mysqlsim-"+s.plan.Name+".log"))

@@ -138,7 +138,7 @@ func (p *mpass) do(ctx context.Context, a topology.Action) error {
 	log := p.m.log.With("group", p.key, "site", a.Site, "action", string(a.Kind))
 	switch a.Kind {
 	case topology.Fence:
-		if err := c.Fence(actx); err != nil {
+		if err := p.fence(actx, c, a.Site); err != nil {
 			log.Error("fence failed", "err", err.Error())
 			return err
 		}
@@ -293,4 +293,34 @@ func (p *mpass) startClone(ctx context.Context, a topology.Action) error {
 		p.enqueue()
 	}()
 	return nil
+}
+
+// fence sets super_read_only=ON. MySQL turns read_only on only once no
+// other session holds an open write transaction, so one idle client
+// transaction would hold every fence off until it ended. The first half of
+// the deadline is spent waiting the way MySQL does; if the server gives up
+// (1205) or that half runs out, the client sessions are killed (their
+// uncommitted work is rolled back: nothing a client was told is committed
+// is lost) and the fence is tried once more with the rest.
+func (p *mpass) fence(ctx context.Context, c *mysql.Client, site string) error {
+	first := ctx
+	if dl, ok := ctx.Deadline(); ok {
+		var cancel context.CancelFunc
+		first, cancel = context.WithDeadline(ctx, time.Now().Add(time.Until(dl)/2))
+		defer cancel()
+	}
+	err := c.Fence(first)
+	blocked := mysql.IsNumber(err, mysql.ErLockWaitTimeout) || (errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil)
+	if !blocked {
+		return err
+	}
+	killed, kerr := c.EvictClientSessions(ctx, p.creds.User, p.creds.ReplicationUser)
+	if len(killed) > 0 {
+		p.recordf(corev1.EventTypeWarning, topology.EventClientSessionsEvicted,
+			"killed %d client sessions on site %s: their open transactions kept it from being fenced", len(killed), site)
+	}
+	if kerr != nil {
+		return fmt.Errorf("fence waited for open transactions, and killing the client sessions failed: %w", kerr)
+	}
+	return c.Fence(ctx)
 }

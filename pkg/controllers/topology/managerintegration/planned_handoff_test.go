@@ -2,6 +2,7 @@ package managerintegration
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"io"
 	"net"
@@ -384,5 +385,50 @@ func TestPlannedFailoverResumesAfterOperatorCrash(t *testing.T) {
 				t.Fatalf("planned_failovers_total{succeeded} = %v on the second operator", v)
 			}
 		})
+	}
+}
+
+// An application holds a write transaction open on the source and goes
+// idle. MySQL turns read_only on only once it ends, so the fence would wait
+// forever; the operator kills the client sessions (the open transaction is
+// rolled back, it was never acknowledged) and the handoff completes.
+func TestPlannedFailoverKillsAnIdleTransactionThatBlocksTheFence(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, threeSites)
+	e.startOperator(withFailover)
+	e.create(e.failoverGroup(threeSites))
+	e.waitActive("iad", 1)
+	e.waitCondition(v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonHealthy)
+	e.exec("iad", "CREATE DATABASE shop", "CREATE TABLE shop.orders (id BIGINT)")
+
+	app, err := sql.Open("mysql", simtest.AppUser+":"+simtest.AppPass+"@tcp("+e.sites["iad"].Addr()+")/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer app.Close()
+	ctx := context.Background()
+	tx, err := app.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.ExecContext(ctx, "INSERT INTO shop.orders VALUES (?)", 1); err != nil {
+		t.Fatal(err)
+	}
+	uncommitted := e.sites["iad"].Snapshot().Executed
+
+	e.annotatePlanned("pdx:maxLagWait=30s")
+	g := e.waitClaim("the planned failover ended", ended)
+	if pf := g.Status.PlannedFailover; pf.Result == nil || pf.Result.Outcome != decide.PlannedOutcomeSucceeded || g.Status.ActiveSite != "pdx" {
+		t.Fatalf("claim ended %s, active %s", describeClaim(pf), g.Status.ActiveSite)
+	}
+	if err := tx.Commit(); err == nil {
+		t.Fatal("the idle transaction committed on the former primary after the handoff")
+	}
+	if got := e.sites["iad"].Snapshot().Executed; !got.Equal(uncommitted) {
+		t.Fatalf("the former primary's set changed from %s to %s: the open transaction was not rolled back", uncommitted.OneLine(), got.OneLine())
+	}
+	ev := e.waitEvent(decide.EventClientSessionsEvicted, corev1.EventTypeWarning)
+	if !strings.Contains(ev.Message, "kept it from being fenced") {
+		t.Fatalf("ClientSessionsEvicted Warning %q", ev.Message)
 	}
 }
