@@ -304,23 +304,29 @@ func (s *Server) waitForOpenTransactionsLocked(sess *session) error {
 		if !open {
 			return nil
 		}
-		sess.state = "Waiting for global read lock"
-		changed, qk := s.changed, sess.queryKil
-		s.mu.Unlock()
-		var err error
-		select {
-		case <-changed:
-		case <-deadline.C:
-			err = myErr(1205, "Lock wait timeout exceeded; try restarting transaction")
-		case <-sess.killed:
-			err = myErr(ErQueryInterrupted, "Query execution was interrupted")
-		case <-qk:
-			err = myErr(ErQueryInterrupted, "Query execution was interrupted")
-		}
-		s.mu.Lock()
-		if err != nil {
+		if err := s.waitForReadLockLocked(sess, deadline.C); err != nil {
 			return err
 		}
+	}
+}
+
+// waitForReadLockLocked releases the server lock until the state changes,
+// the deadline passes (1205, lock_wait_timeout) or the session or its
+// statement is killed (1317); it holds the lock again when it returns.
+func (s *Server) waitForReadLockLocked(sess *session, deadline <-chan time.Time) error {
+	sess.state = "Waiting for global read lock"
+	changed, qk := s.changed, sess.queryKil
+	s.mu.Unlock()
+	defer s.mu.Lock()
+	select {
+	case <-changed:
+		return nil
+	case <-deadline:
+		return myErr(1205, "Lock wait timeout exceeded; try restarting transaction")
+	case <-sess.killed:
+		return myErr(ErQueryInterrupted, "Query execution was interrupted")
+	case <-qk:
+		return myErr(ErQueryInterrupted, "Query execution was interrupted")
 	}
 }
 
@@ -334,21 +340,7 @@ func (s *Server) waitBehindFenceLocked(sess *session) error {
 	deadline := time.NewTimer(sess.lockWait())
 	defer deadline.Stop()
 	for s.fencesPending > 0 {
-		sess.state = "Waiting for global read lock"
-		changed, qk := s.changed, sess.queryKil
-		s.mu.Unlock()
-		var err error
-		select {
-		case <-changed:
-		case <-deadline.C:
-			err = myErr(1205, "Lock wait timeout exceeded; try restarting transaction")
-		case <-sess.killed:
-			err = myErr(ErQueryInterrupted, "Query execution was interrupted")
-		case <-qk:
-			err = myErr(ErQueryInterrupted, "Query execution was interrupted")
-		}
-		s.mu.Lock()
-		if err != nil {
+		if err := s.waitForReadLockLocked(sess, deadline.C); err != nil {
 			return err
 		}
 	}

@@ -34,6 +34,21 @@ func (e *env) failoverGroup(sites []siteDef) *v1alpha1.MysqlFailoverGroup {
 	return g
 }
 
+// waitFenceDeadline waits for the failover intent and the pass that sets
+// its self-fence deadline.
+func (e *env) waitFenceDeadline() *v1alpha1.Transition {
+	e.t.Helper()
+	var tr *v1alpha1.Transition
+	eventually(e.t, waitFor, "failover intent recorded and its self-fence deadline set", func() error {
+		tr = e.get().Status.Transition
+		if tr == nil || tr.SourceFenceDeadline == nil {
+			return fmt.Errorf("transition %+v", tr)
+		}
+		return nil
+	})
+	return tr
+}
+
 func (e *env) waitActive(site string, gen int64) *v1alpha1.MysqlFailoverGroup {
 	e.t.Helper()
 	var g *v1alpha1.MysqlFailoverGroup
@@ -69,14 +84,7 @@ func TestFailoverOnPrimaryCrash(t *testing.T) {
 
 	crashed := time.Now()
 	e.sites["iad"].Crash()
-	var tr *v1alpha1.Transition
-	eventually(t, waitFor, "failover intent recorded and its self-fence deadline set", func() error {
-		tr = e.get().Status.Transition
-		if tr == nil || tr.SourceFenceDeadline == nil {
-			return fmt.Errorf("transition %+v", tr)
-		}
-		return nil
-	})
+	tr := e.waitFenceDeadline()
 	if tr.Kind != v1alpha1.TransitionAutomatic || tr.SourceSite != "iad" || tr.TargetSite != "pdx" || tr.TopologyGeneration != 2 {
 		t.Fatalf("transition %+v", tr)
 	}
@@ -420,14 +428,7 @@ func TestSelfFenceWaitCoversARunningPodsLongerLease(t *testing.T) {
 	e.waitCondition(v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonHealthy)
 
 	e.sites["iad"].Crash()
-	var tr *v1alpha1.Transition
-	eventually(t, waitFor, "failover intent recorded and its self-fence deadline set", func() error {
-		tr = e.get().Status.Transition
-		if tr == nil || tr.SourceFenceDeadline == nil {
-			return fmt.Errorf("transition %+v", tr)
-		}
-		return nil
-	})
+	tr := e.waitFenceDeadline()
 	// The pod's peerCheckInterval is the sidecar default (2s), longer than
 	// the spec's 500ms too.
 	want := protocol.SelfFenceBound(oldLease, protocol.DefaultPeerCheckInterval)
