@@ -316,8 +316,15 @@ func (p *mpass) cadence(results map[string]observe.Result[Sample]) time.Duration
 
 // siteBackoff: a site that keeps failing beyond failureThreshold is polled
 // less and less often (to 30 s); half a pollInterval of slack keeps a due
-// site from slipping to the round after.
+// site from slipping to the round after. Not while the active site changes:
+// then every site is polled every round, because an old primary that comes
+// back holding more, or a candidate that overtook the chosen one, must be
+// seen before the promotion (the failover is abandoned then), not one
+// backed-off interval later.
 func (p *mpass) siteBackoff(h observe.Health) time.Duration {
+	if p.g.Status.Transition != nil {
+		return 0
+	}
 	base := p.pollInterval()
 	return observe.SiteCadence(base, p.thresholds(), h) - base/2
 }

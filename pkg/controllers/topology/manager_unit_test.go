@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/shipstream/bloodraven/pkg/apis/shipstream/v1alpha1"
+	"github.com/shipstream/bloodraven/pkg/observe"
 )
 
 func TestCredentialsFromData(t *testing.T) {
@@ -66,5 +67,19 @@ func TestLastFailoverAnnotations(t *testing.T) {
 	ts, target := lastFailoverAnnotations(&v1alpha1.LastFailover{Time: metav1.NewTime(time.Date(2026, 1, 2, 3, 4, 5, 678, time.FixedZone("x", 3600))), Target: "pdx"})
 	if ts != "2026-01-02T02:04:05Z" || target != "pdx" {
 		t.Fatalf("annotations %q %q: want RFC 3339 UTC at second precision", ts, target)
+	}
+}
+
+func TestSiteBackoffStopsWhileTheActiveSiteChanges(t *testing.T) {
+	g := &v1alpha1.MysqlFailoverGroup{}
+	g.Spec.PollInterval = &metav1.Duration{Duration: 200 * time.Millisecond}
+	p := &mpass{g: g}
+	failing := observe.Health{Reach: observe.Unreachable, Failures: 8}
+	if d := p.siteBackoff(failing); d < time.Second {
+		t.Fatalf("a site failing 8 times in a row is polled again after %s; want a backed-off interval", d)
+	}
+	g.Status.Transition = &v1alpha1.Transition{ID: "t1", Kind: v1alpha1.TransitionAutomatic, SourceSite: "iad", TargetSite: "pdx"}
+	if d := p.siteBackoff(failing); d != 0 {
+		t.Fatalf("during a transition the old primary is polled again after %s; want every round", d)
 	}
 }

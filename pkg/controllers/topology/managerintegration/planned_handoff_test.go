@@ -20,6 +20,7 @@ import (
 	"github.com/shipstream/bloodraven/pkg/events"
 	"github.com/shipstream/bloodraven/pkg/gtid"
 	"github.com/shipstream/bloodraven/pkg/mysql"
+	"github.com/shipstream/bloodraven/pkg/mysqlsim"
 	"github.com/shipstream/bloodraven/pkg/mysqlsim/simtest"
 	decide "github.com/shipstream/bloodraven/pkg/topology"
 	"github.com/shipstream/bloodraven/pkg/writeload"
@@ -249,8 +250,11 @@ func TestPlannedFailoverRollsBackWhenTheTargetCannotCatchUp(t *testing.T) {
 		o.AfterIntentWrite = func(g *v1alpha1.MysqlFailoverGroup) {
 			if pf := g.Status.PlannedFailover; pf != nil && pf.Phase == v1alpha1.PlannedFailoverFencing {
 				once.Do(func() {
-					// Before the fence: pdx stops receiving, and iad commits
-					// one more transaction it will never get.
+					// Before the fence: pdx stops receiving and cannot reach
+					// iad any more (the operator restarting its receiver must
+					// not fetch it either), and iad commits one more
+					// transaction pdx will never get.
+					mysqlsim.PartitionPeers(e.sites["iad"], e.sites["pdx"])
 					if err := e.sites["pdx"].StopReceiver(2013, "Lost connection to MySQL server during query"); err != nil {
 						t.Error(err)
 					}
@@ -286,7 +290,10 @@ func TestPlannedFailoverRollsBackWhenTheTargetCannotCatchUp(t *testing.T) {
 		t.Fatalf("Failed Event %q", ev.Message)
 	}
 	e.waitEvent(decide.EventPlannedFailoverRollbackStarted, corev1.EventTypeWarning)
-	// The follower whose receiver was stopped is started again and catches up.
+	// Once the network heals, the follower whose receiver was stopped is
+	// started again and catches up.
+	e.sites["iad"].Heal()
+	e.sites["pdx"].Heal()
 	eventually(t, waitFor, "pdx replicates iad again", func() error {
 		if !final.IsSubsetOf(e.sites["pdx"].Snapshot().Executed) {
 			return errors.New("pdx behind")
