@@ -10,10 +10,13 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
 	"sigs.k8s.io/yaml"
 
 	"github.com/shipstream/bloodraven/generated/clientset/versioned"
+	typed "github.com/shipstream/bloodraven/generated/clientset/versioned/typed/shipstream/v1alpha1"
 	v1 "github.com/shipstream/bloodraven/pkg/apis/shipstream/v1alpha1"
 	"github.com/shipstream/bloodraven/pkg/apis/shipstream/v1alpha1/stability"
 )
@@ -114,14 +117,7 @@ func TestDefaults(t *testing.T) {
 		set("spec.encryptionAtRest", "{enabled: true}"),
 		set("spec.tls", "{secretName: tls}"),
 	)
-	if _, err := create(t, dc, ns, g); err != nil {
-		t.Fatal(err)
-	}
-	got, err := cs.MysqlFailoverGroups(ns).Get(ctx(t), "orders", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := got.Spec
+	s := storedSpec(t, dc, cs, ns, g)
 	checks := []struct {
 		field string
 		got   any
@@ -356,14 +352,7 @@ func TestDefaultsOfOptionalBlocks(t *testing.T) {
 			pitr: {enabled: true, profileName: p}, retry: {}}`),
 		set("spec.dragonfly", "{enabled: true, image: 'dragonfly:v1.38.0', auth: {passwordSecretKeyRef: {name: df}}}"),
 	)
-	if _, err := create(t, dc, ns, g); err != nil {
-		t.Fatal(err)
-	}
-	got, err := cs.MysqlFailoverGroups(ns).Get(ctx(t), "orders", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := got.Spec
+	s := storedSpec(t, dc, cs, ns, g)
 	checks := []struct {
 		field string
 		got   any
@@ -406,4 +395,18 @@ func TestDefaultsOfOptionalBlocks(t *testing.T) {
 	if d := mbv.Spec.SanityCheck.Timeout; d == nil || d.Duration != time.Minute {
 		t.Errorf("MysqlBackupVerification spec.sanityCheck.timeout = %v, want 60s", d)
 	}
+}
+
+// storedSpec creates a group and reads back its spec as the API server
+// stored it, defaults applied.
+func storedSpec(t *testing.T, dc dynamic.Interface, cs typed.ShipstreamV1alpha1Interface, ns string, g *unstructured.Unstructured) v1.MysqlFailoverGroupSpec {
+	t.Helper()
+	if _, err := create(t, dc, ns, g); err != nil {
+		t.Fatal(err)
+	}
+	got, err := cs.MysqlFailoverGroups(ns).Get(ctx(t), g.GetName(), metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got.Spec
 }
