@@ -451,67 +451,47 @@ var createCases = []admissionCase{
 		set("spec.owner", "{username: app, passwordSecretKeyRef: {name: 'Bad Name'}}")),
 }
 
-func manySites(n int) string {
-	var b strings.Builder
-	b.WriteString("[")
-	for i := range n {
-		fmt.Fprintf(&b, "{name: s%d, serverID: %d, zone: z, loadBalancerIP: 10.0.0.%d, taintNodeSelector: {a: b}, storage: {storageClassName: fast, size: 1Gi}},", i, 100+i, i+1)
+// yamlList is a flow-style YAML list of n items, item(i) each.
+func yamlList(n int, item func(i int) string) string {
+	items := make([]string, n)
+	for i := range items {
+		items[i] = item(i)
 	}
-	return strings.TrimSuffix(b.String(), ",") + "]"
+	return "[" + strings.Join(items, ", ") + "]"
+}
+
+func manySites(n int) string {
+	return yamlList(n, func(i int) string {
+		return fmt.Sprintf("{name: s%d, serverID: %d, zone: z, loadBalancerIP: 10.0.0.%d, taintNodeSelector: {a: b}, storage: {storageClassName: fast, size: 1Gi}}", i, 100+i, i+1)
+	})
 }
 
 func manySchedules(n int) string {
-	var b strings.Builder
-	b.WriteString("{profiles: [" + s3Profile + "], schedules: [")
-	for i := range n {
-		fmt.Fprintf(&b, "{name: s%d, schedule: '0 3 * * *', profileName: nightly},", i)
-	}
-	return strings.TrimSuffix(b.String(), ",") + "]}"
+	return "{profiles: [" + s3Profile + "], schedules: " + yamlList(n, func(i int) string {
+		return fmt.Sprintf("{name: s%d, schedule: '0 3 * * *', profileName: nightly}", i)
+	}) + "}"
 }
 
 func manyNames(n int) string {
-	var b strings.Builder
-	b.WriteString("[")
-	for i := range n {
-		fmt.Fprintf(&b, "schema%d,", i)
-	}
-	return strings.TrimSuffix(b.String(), ",") + "]"
+	return yamlList(n, func(i int) string { return fmt.Sprintf("schema%d", i) })
 }
 
 func manyProfiles(n int) string {
-	var b strings.Builder
-	b.WriteString("{profiles: [")
-	for i := range n {
-		fmt.Fprintf(&b, "{name: p%d, storage: {type: S3, s3: {bucket: backups, prefix: p%d}}},", i, i)
-	}
-	return strings.TrimSuffix(b.String(), ",") + "]}"
+	return "{profiles: " + yamlList(n, func(i int) string {
+		return fmt.Sprintf("{name: p%d, storage: {type: S3, s3: {bucket: backups, prefix: p%d}}}", i, i)
+	}) + "}"
 }
 
 func manyPullSecrets(n int) string {
-	var b strings.Builder
-	b.WriteString("{imagePullSecrets: [")
-	for i := range n {
-		fmt.Fprintf(&b, "{name: s%d},", i)
-	}
-	return strings.TrimSuffix(b.String(), ",") + "]}"
+	return "{imagePullSecrets: " + yamlList(n, func(i int) string { return fmt.Sprintf("{name: s%d}", i) }) + "}"
 }
 
 func manyContainers(n int) string {
-	var b strings.Builder
-	b.WriteString("[")
-	for i := range n {
-		fmt.Fprintf(&b, "{name: c%d, image: 'busybox:1'},", i)
-	}
-	return strings.TrimSuffix(b.String(), ",") + "]"
+	return yamlList(n, func(i int) string { return fmt.Sprintf("{name: c%d, image: 'busybox:1'}", i) })
 }
 
 func manyClients(n int) string {
-	var b strings.Builder
-	b.WriteString("[")
-	for i := range n {
-		fmt.Fprintf(&b, "{namespace: ns%d, serviceAccount: deploy},", i)
-	}
-	return strings.TrimSuffix(b.String(), ",") + "]"
+	return yamlList(n, func(i int) string { return fmt.Sprintf("{namespace: ns%d, serviceAccount: deploy}", i) })
 }
 
 // TestAdmissionOnCreate submits every case and checks that it is accepted,
