@@ -9,7 +9,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/shipstream/bloodraven/pkg/mysqlsim"
+	"github.com/shipstream/bloodraven/pkg/testbed/mysqlsim"
 )
 
 // startControl serves the fault-injection API on a loopback address and

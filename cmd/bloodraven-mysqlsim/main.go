@@ -18,8 +18,8 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/shipstream/bloodraven/pkg/devaddr"
-	"github.com/shipstream/bloodraven/pkg/mysqlsim"
+	"github.com/shipstream/bloodraven/pkg/devsitemap"
+	"github.com/shipstream/bloodraven/pkg/testbed/mysqlsim"
 )
 
 type listFlag []string
@@ -63,7 +63,7 @@ func run(args []string) error {
 	fs.BoolVar(&o.superReadOnly, "super-read-only", false, "start with super_read_only=ON (implies read_only)")
 	fs.BoolVar(&o.skipReplicaStart, "skip-replica-start", false, "skip_replica_start=ON: replication threads stay stopped at every start until START REPLICA")
 	fs.BoolVar(&o.unsupervised, "unsupervised", false, "mysqld without a monitoring process, as in a container: CLONE answers 3707 and the server restarts as the kubelet would restart it")
-	fs.StringVar(&o.siteAddresses, "site-addresses", os.Getenv(devaddr.EnvVar), "development site-address map file (default $"+devaddr.EnvVar+"), resolves SOURCE_HOST and clone donors")
+	fs.StringVar(&o.siteAddresses, "site-addresses", os.Getenv(devsitemap.EnvVar), "development site-address map file (default $"+devsitemap.EnvVar+"), resolves SOURCE_HOST and clone donors")
 	fs.Var(&o.resolve, "resolve", "extra name=host:port mapping for SOURCE_HOST / clone donor names; repeatable")
 	fs.StringVar(&o.controlAddr, "control-addr", "", "loopback host:port for the fault-injection HTTP API (off when empty)")
 	if err := fs.Parse(args); err != nil {
@@ -192,10 +192,10 @@ func buildResolver(mapPath string, extra []string) (func(string, int) string, er
 		}
 		names[strings.ToLower(name)] = addr
 	}
-	var m *devaddr.Map
+	var m *devsitemap.Map
 	if mapPath != "" {
 		var err error
-		if m, err = devaddr.Load(mapPath); err != nil {
+		if m, err = devsitemap.Load(mapPath); err != nil {
 			return nil, fmt.Errorf("-site-addresses: %w", err)
 		}
 	}

@@ -16,7 +16,8 @@ import (
 
 	_ "github.com/go-sql-driver/mysql"
 
-	"github.com/shipstream/bloodraven/pkg/devaddr"
+	"github.com/shipstream/bloodraven/pkg/devsitemap"
+	"github.com/shipstream/bloodraven/pkg/siteaddr"
 )
 
 // TestBinaryServesAndStopsOnSIGTERM builds the binary, starts it on a free
@@ -135,8 +136,8 @@ func TestFlagErrorsNameTheFlag(t *testing.T) {
 
 func TestResolverUsesFlagsThenSiteMap(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "sites")
-	k := devaddr.SiteKey{Namespace: "shop", Group: "orders", Site: "iad"}
-	m, err := devaddr.New(devaddr.Entry{Site: k, MySQL: "127.0.0.1:13306"})
+	k := siteaddr.SiteKey{Namespace: "shop", Group: "orders", Site: "iad"}
+	m, err := devsitemap.New(devsitemap.Entry{Site: k, MySQL: "127.0.0.1:13306"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,7 +13,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/shipstream/bloodraven/pkg/playground"
+	"github.com/shipstream/bloodraven/pkg/testbed/playground"
 )
 
 // benchFailover repeats the crash drill k times on a fresh playground for

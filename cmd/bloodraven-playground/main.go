@@ -27,7 +27,7 @@ import (
 
 	"github.com/shipstream/bloodraven/e2e/framework"
 	"github.com/shipstream/bloodraven/pkg/logging"
-	"github.com/shipstream/bloodraven/pkg/playground"
+	"github.com/shipstream/bloodraven/pkg/testbed/playground"
 )
 
 func main() {

@@ -8,11 +8,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/shipstream/bloodraven/pkg/devaddr"
+	"github.com/shipstream/bloodraven/pkg/devsitemap"
 	"github.com/shipstream/bloodraven/pkg/logging"
 	"github.com/shipstream/bloodraven/pkg/mysql"
 	"github.com/shipstream/bloodraven/pkg/protocol"
 	"github.com/shipstream/bloodraven/pkg/sidecar"
+	"github.com/shipstream/bloodraven/pkg/siteaddr"
 )
 
 type options struct {
@@ -53,7 +54,7 @@ func parse(args []string, getenv func(string) string) (options, error) {
 	fs.StringVar(&o.mysqlUser, "mysql-user", env(protocol.EnvMySQLUser, ""), "MySQL user, the operator Secret's username ($"+protocol.EnvMySQLUser+")")
 	fs.StringVar(&o.mysqlUserFile, "mysql-user-file", env(protocol.EnvMySQLUserFile, ""), "file holding the MySQL user, e.g. the mounted operator Secret's username key ($"+protocol.EnvMySQLUserFile+")")
 	fs.StringVar(&o.mysqlPasswordFile, "mysql-password-file", env(protocol.EnvMySQLPasswordFile, ""), "file holding the MySQL password, e.g. the mounted operator Secret's password key ($"+protocol.EnvMySQLPasswordFile+"); otherwise $"+protocol.EnvMySQLPassword)
-	fs.StringVar(&o.siteAddresses, "dev-site-addresses", env(devaddr.EnvVar, ""), "development-only site-address map file ($"+devaddr.EnvVar+")")
+	fs.StringVar(&o.siteAddresses, "dev-site-addresses", env(devsitemap.EnvVar, ""), "development-only site-address map file ($"+devsitemap.EnvVar+")")
 	level := fs.String("log-level", env(protocol.EnvLogLevel, "info"), "debug, info, warn or error ($"+protocol.EnvLogLevel+")")
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -99,10 +100,10 @@ func (o options) sidecarConfig() (sidecar.Config, error) {
 	}
 	cfg.MySQL = mysql.Options{Addr: o.mysqlAddr, User: user, Password: pass, Program: sidecar.Program}
 
-	var resolver devaddr.Resolver = devaddr.Cluster{SidecarPort: protocol.SidecarPort}
-	var dev *devaddr.Map
+	var resolver siteaddr.Resolver = siteaddr.Cluster{SidecarPort: protocol.SidecarPort}
+	var dev *devsitemap.Map
 	if o.siteAddresses != "" {
-		if dev, err = devaddr.Load(o.siteAddresses); err != nil {
+		if dev, err = devsitemap.Load(o.siteAddresses); err != nil {
 			return cfg, fmt.Errorf("--dev-site-addresses: %w", err)
 		}
 		resolver = dev
@@ -134,8 +135,8 @@ func (o options) sidecarConfig() (sidecar.Config, error) {
 	return cfg, nil
 }
 
-func (o options) key(site string) devaddr.SiteKey {
-	return devaddr.SiteKey{Namespace: o.namespace, Group: o.group, Site: site}
+func (o options) key(site string) siteaddr.SiteKey {
+	return siteaddr.SiteKey{Namespace: o.namespace, Group: o.group, Site: site}
 }
 
 // secretValue reads a credential from a file (a mounted Secret key, trailing

@@ -17,10 +17,11 @@ import (
 	"github.com/shipstream/bloodraven/e2e/framework"
 	"github.com/shipstream/bloodraven/pkg/apis/shipstream/v1alpha1"
 	"github.com/shipstream/bloodraven/pkg/auxiliary"
-	"github.com/shipstream/bloodraven/pkg/devaddr"
-	"github.com/shipstream/bloodraven/pkg/mysqlsim"
-	"github.com/shipstream/bloodraven/pkg/mysqlsim/simtest"
+	"github.com/shipstream/bloodraven/pkg/devsitemap"
 	"github.com/shipstream/bloodraven/pkg/protocol"
+	"github.com/shipstream/bloodraven/pkg/siteaddr"
+	"github.com/shipstream/bloodraven/pkg/testbed/mysqlsim"
+	"github.com/shipstream/bloodraven/pkg/testbed/mysqlsim/simtest"
 )
 
 func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
@@ -156,10 +157,10 @@ func TestBinary(t *testing.T) {
 	t.Cleanup(func() { opSrv.Close() })
 
 	sidecarAddr := freeAddr(t)
-	m, err := devaddr.New(
-		devaddr.Entry{Site: devaddr.SiteKey{Namespace: "shop", Group: "orders", Site: "iad"}, MySQL: iad.Addr(), Sidecar: sidecarAddr},
+	m, err := devsitemap.New(
+		devsitemap.Entry{Site: siteaddr.SiteKey{Namespace: "shop", Group: "orders", Site: "iad"}, MySQL: iad.Addr(), Sidecar: sidecarAddr},
 		// dfw's sidecar is not running: an unreachable peer.
-		devaddr.Entry{Site: devaddr.SiteKey{Namespace: "shop", Group: "orders", Site: "dfw"}, MySQL: dfw.Addr(), Sidecar: freeAddr(t)},
+		devsitemap.Entry{Site: siteaddr.SiteKey{Namespace: "shop", Group: "orders", Site: "dfw"}, MySQL: dfw.Addr(), Sidecar: freeAddr(t)},
 	)
 	if err != nil {
 		t.Fatal(err)

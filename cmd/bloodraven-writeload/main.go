@@ -21,7 +21,7 @@ import (
 	"time"
 
 	"github.com/shipstream/bloodraven/pkg/mysql"
-	"github.com/shipstream/bloodraven/pkg/writeload"
+	"github.com/shipstream/bloodraven/pkg/testbed/writeload"
 )
 
 // PasswordEnv is read when -password-file is not given.

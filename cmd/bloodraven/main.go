@@ -19,10 +19,10 @@ import (
 	shipv1alpha1 "github.com/shipstream/bloodraven/generated/informers/externalversions/shipstream/v1alpha1"
 	"github.com/shipstream/bloodraven/pkg/auxiliary"
 	"github.com/shipstream/bloodraven/pkg/controllers/database"
-	"github.com/shipstream/bloodraven/pkg/controllers/deploylease"
+	"github.com/shipstream/bloodraven/pkg/controllers/leaserevocation"
 	"github.com/shipstream/bloodraven/pkg/controllers/topology"
 	"github.com/shipstream/bloodraven/pkg/deployapi"
-	leasestore "github.com/shipstream/bloodraven/pkg/deploylease"
+	"github.com/shipstream/bloodraven/pkg/leasestore"
 	"github.com/shipstream/bloodraven/pkg/logging"
 	"github.com/shipstream/bloodraven/pkg/operator"
 	"github.com/shipstream/bloodraven/pkg/protocol"
@@ -79,7 +79,7 @@ func registerModules(p *operator.Process) error {
 	// One lease store for the API and the controller: it keeps nothing in
 	// memory, the Leases in the API server are the state.
 	store := leasestore.New(p.Kube, leasestore.Options{})
-	dl, err := deploylease.New(deploylease.Config{
+	dl, err := leaserevocation.New(leaserevocation.Config{
 		Store: store, Shipstream: p.Shipstream, Groups: groups, Leases: leases,
 		Recorder: p.Recorder, Registerer: p.Metrics.Registry, MetricsProvider: p.Metrics.Workqueue,
 		Logger: p.Log,

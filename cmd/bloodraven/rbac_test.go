@@ -20,7 +20,7 @@ import (
 	"github.com/shipstream/bloodraven/e2e/framework"
 	"github.com/shipstream/bloodraven/generated/clientset/versioned"
 	"github.com/shipstream/bloodraven/pkg/apis/shipstream/v1alpha1"
-	"github.com/shipstream/bloodraven/pkg/controllers/deploylease"
+	"github.com/shipstream/bloodraven/pkg/controllers/leaserevocation"
 	"github.com/shipstream/bloodraven/pkg/events"
 )
 
@@ -172,7 +172,7 @@ func revokeByAnnotation(t *testing.T, ship versioned.Interface, ns, group string
 	t.Helper()
 	ctx := context.Background()
 	groups := ship.ShipstreamV1alpha1().MysqlFailoverGroups(ns)
-	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:"rbac-check"}}}`, deploylease.RevokeAnnotation)
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:"rbac-check"}}}`, leaserevocation.RevokeAnnotation)
 	if _, err := groups.Patch(ctx, group, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -185,7 +185,7 @@ func revokeByAnnotation(t *testing.T, ship versioned.Interface, ns, group string
 		if err != nil {
 			return false
 		}
-		_, present := g.Annotations[deploylease.RevokeAnnotation]
+		_, present := g.Annotations[leaserevocation.RevokeAnnotation]
 		return !present
 	})
 }

@@ -18,7 +18,7 @@ import (
 	"github.com/shipstream/bloodraven/generated/clientset/versioned"
 	typed "github.com/shipstream/bloodraven/generated/clientset/versioned/typed/shipstream/v1alpha1"
 	v1 "github.com/shipstream/bloodraven/pkg/apis/shipstream/v1alpha1"
-	"github.com/shipstream/bloodraven/pkg/apis/shipstream/v1alpha1/stability"
+	"github.com/shipstream/bloodraven/pkg/stability"
 )
 
 func clientset(t *testing.T) versioned.Interface {

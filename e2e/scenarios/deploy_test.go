@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/shipstream/bloodraven/pkg/playground"
+	"github.com/shipstream/bloodraven/pkg/testbed/playground"
 )
 
 // The group comes up: bootstrap picks a PrimaryCandidate, the others

@@ -15,7 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/shipstream/bloodraven/pkg/apis/shipstream/v1alpha1"
-	"github.com/shipstream/bloodraven/pkg/faultproxy"
+	"github.com/shipstream/bloodraven/pkg/testbed/faultproxy"
 )
 
 // fault posts to a site's simulator fault API, as the printed playground

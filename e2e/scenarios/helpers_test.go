@@ -17,7 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/shipstream/bloodraven/pkg/apis/shipstream/v1alpha1"
-	"github.com/shipstream/bloodraven/pkg/playground"
+	"github.com/shipstream/bloodraven/pkg/testbed/playground"
 )
 
 // deployClient is a deploy API client that trusts the playground's

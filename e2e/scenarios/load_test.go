@@ -13,7 +13,7 @@ import (
 
 	"github.com/shipstream/bloodraven/pkg/apis/shipstream/v1alpha1"
 	"github.com/shipstream/bloodraven/pkg/gtid"
-	"github.com/shipstream/bloodraven/pkg/playground"
+	"github.com/shipstream/bloodraven/pkg/testbed/playground"
 )
 
 // load is the write load every failure scenario runs: the playground's

@@ -1,7 +1,7 @@
 //go:build e2e
 
 // Package scenarios is the end-to-end suite: it starts one whole playground
-// (pkg/playground: real control plane, kwok nodes, the operator binary, a
+// (pkg/testbed/playground: real control plane, kwok nodes, the operator binary, a
 // simulated mysqld and a real sidecar per site) and drives it only as a user
 // would: kubectl and client-go on the CRs, HTTPS on /deploy/v1, the
 // simulators' fault API, signals to processes. Run with `make e2e`.
@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/shipstream/bloodraven/pkg/playground"
+	"github.com/shipstream/bloodraven/pkg/testbed/playground"
 )
 
 var pg *playground.Playground

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/shipstream/bloodraven/pkg/deploylease"
+	"github.com/shipstream/bloodraven/pkg/leasestore"
 )
 
 // TTL bounds of every grant and renewal (seconds). Values outside are
@@ -76,7 +76,7 @@ func ClampTTL(seconds int64) time.Duration {
 
 // GrantRequest is a decoded POST .../leases body.
 type GrantRequest struct {
-	Kind        deploylease.Kind
+	Kind        leasestore.Kind
 	OperationID string
 	Instance    string
 	TTL         time.Duration
@@ -110,7 +110,7 @@ func DecodeGrant(body []byte) (GrantRequest, error) {
 	if b.Kind == nil {
 		return req, fieldErr("kind", "is required (migration or failover-hold)")
 	}
-	k, ok := deploylease.ParseKind(*b.Kind)
+	k, ok := leasestore.ParseKind(*b.Kind)
 	if !ok {
 		return req, fieldErr("kind", "must be migration or failover-hold")
 	}

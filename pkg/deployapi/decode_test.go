@@ -7,7 +7,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/shipstream/bloodraven/pkg/deploylease"
+	"github.com/shipstream/bloodraven/pkg/leasestore"
 )
 
 const op = "11111111-1111-4111-8111-111111111111"
@@ -19,19 +19,19 @@ func TestDecodeGrant(t *testing.T) {
 		errWant string // field named by the error
 	}{
 		{body: `{"kind":"migration","operationId":"` + op + `","instance":"orders-app","ttlSeconds":30}`,
-			want: GrantRequest{Kind: deploylease.KindMigration, OperationID: op, Instance: "orders-app", TTL: 30 * time.Second}},
+			want: GrantRequest{Kind: leasestore.KindMigration, OperationID: op, Instance: "orders-app", TTL: 30 * time.Second}},
 		{body: `{"kind":"failover-hold","operationId":"` + strings.ToUpper(op) + `","instance":"orders-app"}`,
-			want: GrantRequest{Kind: deploylease.KindFailoverHold, OperationID: op, Instance: "orders-app", TTL: 30 * time.Second}},
+			want: GrantRequest{Kind: leasestore.KindFailoverHold, OperationID: op, Instance: "orders-app", TTL: 30 * time.Second}},
 		{body: `{"kind":"migration","operationId":"` + op + `","instance":"a","ttlSeconds":0}`,
-			want: GrantRequest{Kind: deploylease.KindMigration, OperationID: op, Instance: "a", TTL: 5 * time.Second}},
+			want: GrantRequest{Kind: leasestore.KindMigration, OperationID: op, Instance: "a", TTL: 5 * time.Second}},
 		{body: `{"kind":"migration","operationId":"` + op + `","instance":"a","ttlSeconds":-7}`,
-			want: GrantRequest{Kind: deploylease.KindMigration, OperationID: op, Instance: "a", TTL: 5 * time.Second}},
+			want: GrantRequest{Kind: leasestore.KindMigration, OperationID: op, Instance: "a", TTL: 5 * time.Second}},
 		{body: `{"kind":"migration","operationId":"` + op + `","instance":"a","ttlSeconds":121}`,
-			want: GrantRequest{Kind: deploylease.KindMigration, OperationID: op, Instance: "a", TTL: 120 * time.Second}},
+			want: GrantRequest{Kind: leasestore.KindMigration, OperationID: op, Instance: "a", TTL: 120 * time.Second}},
 		{body: `{"kind":"migration","operationId":"` + op + `","instance":"a","ttlSeconds":99999999999999999999999}`,
-			want: GrantRequest{Kind: deploylease.KindMigration, OperationID: op, Instance: "a", TTL: 120 * time.Second}},
+			want: GrantRequest{Kind: leasestore.KindMigration, OperationID: op, Instance: "a", TTL: 120 * time.Second}},
 		{body: `{"kind":"migration","operationId":"` + op + `","instance":"a","ttlSeconds":-99999999999999999999999}`,
-			want: GrantRequest{Kind: deploylease.KindMigration, OperationID: op, Instance: "a", TTL: 5 * time.Second}},
+			want: GrantRequest{Kind: leasestore.KindMigration, OperationID: op, Instance: "a", TTL: 5 * time.Second}},
 		{body: `{"operationId":"` + op + `","instance":"a"}`, errWant: "kind"},
 		{body: `{"kind":"Migration","operationId":"` + op + `","instance":"a"}`, errWant: "kind"},
 		{body: `{"kind":"migration","instance":"a"}`, errWant: "operationId"},
@@ -40,7 +40,7 @@ func TestDecodeGrant(t *testing.T) {
 		{body: `{"kind":"migration","operationId":"` + op + `","instance":"Orders"}`, errWant: "instance"},
 		{body: `{"kind":"migration","operationId":"` + op + `","instance":"a","ttlSeconds":1e2}`, errWant: "ttlSeconds"},
 		{body: `{"kind":"migration","operationId":"` + op + `","instance":"a","ttlSeconds":null}`,
-			want: GrantRequest{Kind: deploylease.KindMigration, OperationID: op, Instance: "a", TTL: 30 * time.Second}},
+			want: GrantRequest{Kind: leasestore.KindMigration, OperationID: op, Instance: "a", TTL: 30 * time.Second}},
 		{body: `{"kind":1,"operationId":"` + op + `","instance":"a"}`, errWant: "kind"},
 		{body: `{"kind":"migration","operationId":"` + op + `","instance":"a","token":"x"}`, errWant: "token"},
 		{body: `{"kind":"migration","operationId":"` + op + `","instance":"a"} {}`, errWant: "body"},
@@ -120,7 +120,7 @@ func FuzzDecoders(f *testing.F) {
 	f.Add([]byte("\x00{}"))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		if g, err := DecodeGrant(body); err == nil {
-			if _, ok := deploylease.ParseKind(string(g.Kind)); !ok {
+			if _, ok := leasestore.ParseKind(string(g.Kind)); !ok {
 				t.Fatalf("accepted kind %q", g.Kind)
 			}
 			if id, err := ParseOperationID("x", g.OperationID); err != nil || id != g.OperationID {

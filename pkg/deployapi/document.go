@@ -7,8 +7,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1alpha1 "github.com/shipstream/bloodraven/pkg/apis/shipstream/v1alpha1"
-	"github.com/shipstream/bloodraven/pkg/apis/shipstream/v1alpha1/stability"
-	"github.com/shipstream/bloodraven/pkg/deploylease"
+	"github.com/shipstream/bloodraven/pkg/stability"
+	"github.com/shipstream/bloodraven/pkg/leasestore"
 )
 
 // GroupDocument is the body of GET /deploy/v1/groups/{group}.
@@ -59,7 +59,7 @@ type LeaseStatus struct {
 }
 
 // buildDocument is the pure rendering of a group and its lease records.
-func buildDocument(g *v1alpha1.MysqlFailoverGroup, recs []deploylease.Record, now time.Time) GroupDocument {
+func buildDocument(g *v1alpha1.MysqlFailoverGroup, recs []leasestore.Record, now time.Time) GroupDocument {
 	v := stability.Evaluate(g)
 	doc := GroupDocument{
 		Group:              g.Name,

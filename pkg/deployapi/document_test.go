@@ -7,7 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/shipstream/bloodraven/pkg/apis/shipstream/v1alpha1"
-	"github.com/shipstream/bloodraven/pkg/deploylease"
+	"github.com/shipstream/bloodraven/pkg/leasestore"
 )
 
 func healthyGroup() *v1.MysqlFailoverGroup {
@@ -34,11 +34,11 @@ func healthyGroup() *v1.MysqlFailoverGroup {
 func TestBuildDocumentHealthAndLeases(t *testing.T) {
 	now := time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC)
 	g := healthyGroup()
-	recs := []deploylease.Record{
-		{Kind: deploylease.KindMigration, OperationID: "live", Instance: "a", State: deploylease.StateActive, ExpiresAt: now.Add(time.Minute), TopologyGeneration: 5, TokenHash: "sha256:x"},
-		{Kind: deploylease.KindFailoverHold, OperationID: "expired", State: deploylease.StateActive, ExpiresAt: now.Add(-time.Second), TopologyGeneration: 5},
-		{Kind: deploylease.KindFailoverHold, OperationID: "old-gen", State: deploylease.StateActive, ExpiresAt: now.Add(time.Minute), TopologyGeneration: 4},
-		{Kind: deploylease.KindFailoverHold, OperationID: "revoked", State: deploylease.StateRevoked, ExpiresAt: now.Add(time.Minute), TopologyGeneration: 5},
+	recs := []leasestore.Record{
+		{Kind: leasestore.KindMigration, OperationID: "live", Instance: "a", State: leasestore.StateActive, ExpiresAt: now.Add(time.Minute), TopologyGeneration: 5, TokenHash: "sha256:x"},
+		{Kind: leasestore.KindFailoverHold, OperationID: "expired", State: leasestore.StateActive, ExpiresAt: now.Add(-time.Second), TopologyGeneration: 5},
+		{Kind: leasestore.KindFailoverHold, OperationID: "old-gen", State: leasestore.StateActive, ExpiresAt: now.Add(time.Minute), TopologyGeneration: 4},
+		{Kind: leasestore.KindFailoverHold, OperationID: "revoked", State: leasestore.StateRevoked, ExpiresAt: now.Add(time.Minute), TopologyGeneration: 5},
 	}
 	doc := buildDocument(g, recs, now)
 	// A stopped reader neither breaks replicationRunning nor stability;

@@ -4,7 +4,7 @@
 //
 // Every request is authenticated with a TokenReview for the configured
 // audience and authorized from MysqlDatabase objects read uncached. Leases
-// live in the API server (package deploylease), so the handler keeps no
+// live in the API server (package leasestore), so the handler keeps no
 // lease state in memory. The operator mounts the handler on its TLS
 // listener only, behind its leader guard.
 package deployapi
@@ -20,7 +20,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/shipstream/bloodraven/generated/clientset/versioned"
-	"github.com/shipstream/bloodraven/pkg/deploylease"
+	"github.com/shipstream/bloodraven/pkg/leasestore"
 )
 
 // DefaultAudience is the TokenReview audience deployment clients' projected
@@ -33,7 +33,7 @@ type Config struct {
 	Kube       kubernetes.Interface
 	Shipstream versioned.Interface
 	// Store persists leases (share one with the deploy-lease controller).
-	Store *deploylease.Store
+	Store *leasestore.Store
 	// Audience of accepted tokens; empty means DefaultAudience.
 	Audience string
 	// Namespaces the operator watches; empty means all.
@@ -62,7 +62,7 @@ type Handler struct {
 	log   *slog.Logger
 	authn *authenticator
 	authz *authorizer
-	store *deploylease.Store
+	store *leasestore.Store
 	m     *requestMetrics
 }
 

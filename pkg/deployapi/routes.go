@@ -11,8 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1alpha1 "github.com/shipstream/bloodraven/pkg/apis/shipstream/v1alpha1"
-	"github.com/shipstream/bloodraven/pkg/apis/shipstream/v1alpha1/stability"
-	"github.com/shipstream/bloodraven/pkg/deploylease"
+	"github.com/shipstream/bloodraven/pkg/stability"
+	"github.com/shipstream/bloodraven/pkg/leasestore"
 )
 
 // LeaseTokenHeader carries the lease token of a release.
@@ -53,34 +53,34 @@ func readBody(w http.ResponseWriter, r *http.Request, rec *requestLog) ([]byte, 
 
 // target is the authorized group of a request.
 type target struct {
-	ref   deploylease.GroupRef
+	ref   leasestore.GroupRef
 	group *v1alpha1.MysqlFailoverGroup // nil when not read
 }
 
 // resolve authorizes the caller for group (optionally through instance) and
 // returns the group's namespace; false means the answer was written.
-func (h *Handler) resolve(w http.ResponseWriter, r *http.Request, rec *requestLog, group, instance string, disambiguate func(context.Context, string) (bool, error)) (deploylease.GroupRef, bool) {
+func (h *Handler) resolve(w http.ResponseWriter, r *http.Request, rec *requestLog, group, instance string, disambiguate func(context.Context, string) (bool, error)) (leasestore.GroupRef, bool) {
 	ctx := r.Context()
 	grants, err := h.authz.grantsOf(ctx, group, callerFrom(ctx))
 	if err != nil {
 		h.internal(w, rec, "list MysqlDatabases", err)
-		return deploylease.GroupRef{}, false
+		return leasestore.GroupRef{}, false
 	}
 	ns, err := pickNamespace(ctx, grants, instance, disambiguate)
 	if errors.Is(err, errForbidden) {
 		writeForbidden(w, rec)
-		return deploylease.GroupRef{}, false
+		return leasestore.GroupRef{}, false
 	}
 	if err != nil {
 		h.internal(w, rec, "resolve group namespace", err)
-		return deploylease.GroupRef{}, false
+		return leasestore.GroupRef{}, false
 	}
 	rec.group, rec.namespace = group, ns
-	return deploylease.GroupRef{Namespace: ns, Name: group}, true
+	return leasestore.GroupRef{Namespace: ns, Name: group}, true
 }
 
 // readGroup reads the group uncached; false means the answer was written.
-func (h *Handler) readGroup(w http.ResponseWriter, r *http.Request, rec *requestLog, ref *deploylease.GroupRef) (*v1alpha1.MysqlFailoverGroup, bool) {
+func (h *Handler) readGroup(w http.ResponseWriter, r *http.Request, rec *requestLog, ref *leasestore.GroupRef) (*v1alpha1.MysqlFailoverGroup, bool) {
 	g, err := h.cfg.Shipstream.ShipstreamV1alpha1().MysqlFailoverGroups(ref.Namespace).Get(r.Context(), ref.Name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		writeError(w, rec, http.StatusNotFound, "group_not_found", map[string]any{"message": "the MysqlFailoverGroup does not exist"})
@@ -96,7 +96,7 @@ func (h *Handler) readGroup(w http.ResponseWriter, r *http.Request, rec *request
 
 // recordIn is the disambiguation of renew and release: the namespace that
 // holds the addressed lease.
-func (h *Handler) recordIn(group string, kind deploylease.Kind, op string) func(context.Context, string) (bool, error) {
+func (h *Handler) recordIn(group string, kind leasestore.Kind, op string) func(context.Context, string) (bool, error) {
 	return func(ctx context.Context, ns string) (bool, error) {
 		_, ok, err := h.store.Get(ctx, ns, group, kind, op)
 		return ok, err
@@ -185,19 +185,19 @@ func (h *Handler) grantLease(w http.ResponseWriter, r *http.Request, rec *reques
 		return
 	}
 	block := observationBlock
-	if req.Kind == deploylease.KindFailoverHold {
+	if req.Kind == leasestore.KindFailoverHold {
 		block = holdGrantBlock
 	}
 	if reason, blocked := block(g); blocked {
 		writeUnstable(w, rec, reason)
 		return
 	}
-	gr := deploylease.GrantRequest{
+	gr := leasestore.GrantRequest{
 		Group: ref, Kind: req.Kind, OperationID: req.OperationID, Instance: req.Instance,
 		Holder: callerFrom(r.Context()).String(), TTL: req.TTL,
 		TopologyGeneration: g.Status.TopologyGeneration,
 	}
-	if req.Kind == deploylease.KindFailoverHold {
+	if req.Kind == leasestore.KindFailoverHold {
 		gr.Recheck = h.recheckHold(ref)
 	}
 	grant, err := h.store.Grant(r.Context(), gr)
@@ -215,7 +215,7 @@ func (h *Handler) grantLease(w http.ResponseWriter, r *http.Request, rec *reques
 
 // recheckHold rereads the group after a hold was persisted: a planned claim
 // or transition that appeared meanwhile withdraws the hold (423).
-func (h *Handler) recheckHold(ref deploylease.GroupRef) func(context.Context) error {
+func (h *Handler) recheckHold(ref leasestore.GroupRef) func(context.Context) error {
 	return func(ctx context.Context) error {
 		g, err := h.cfg.Shipstream.ShipstreamV1alpha1().MysqlFailoverGroups(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
 		if err != nil {
@@ -229,8 +229,8 @@ func (h *Handler) recheckHold(ref deploylease.GroupRef) func(context.Context) er
 }
 
 // leasePathArgs validates the {kind}/{operationId} of a path.
-func leasePathArgs(w http.ResponseWriter, rec *requestLog, p leasePath) (deploylease.Kind, string, bool) {
-	kind, ok := deploylease.ParseKind(p.Kind)
+func leasePathArgs(w http.ResponseWriter, rec *requestLog, p leasePath) (leasestore.Kind, string, bool) {
+	kind, ok := leasestore.ParseKind(p.Kind)
 	if !ok {
 		writeBadRequest(w, rec, &FieldError{Field: "kind", Message: "must be migration or failover-hold"})
 		return "", "", false
@@ -270,12 +270,12 @@ func (h *Handler) renewLease(w http.ResponseWriter, r *http.Request, rec *reques
 	if !ok {
 		return
 	}
-	out, err := h.store.Renew(r.Context(), deploylease.RenewRequest{
+	out, err := h.store.Renew(r.Context(), leasestore.RenewRequest{
 		Group: ref, Kind: kind, OperationID: op, Token: req.Token, TTL: req.TTL,
 		TopologyGeneration: g.Status.TopologyGeneration,
 		// A persisted revocation is terminal and answers 409 even while the
 		// group is in transition; a renewable lease answers 423 then.
-		Gate: func(cur deploylease.Record) error {
+		Gate: func(cur leasestore.Record) error {
 			rec.instance = cur.Instance
 			if reason, blocked := observationBlock(g); blocked {
 				return &unstableError{reason: reason}
@@ -327,24 +327,24 @@ func (h *Handler) releaseLease(w http.ResponseWriter, r *http.Request, rec *requ
 // leaseError maps store outcomes to the stable error codes.
 func (h *Handler) leaseError(w http.ResponseWriter, rec *requestLog, err error) {
 	var unstable *unstableError
-	if reason, ok := deploylease.AsRevoked(err); ok {
+	if reason, ok := leasestore.AsRevoked(err); ok {
 		writeError(w, rec, http.StatusConflict, "revoked", map[string]any{"reason": string(reason)})
 		return
 	}
 	switch {
 	case errors.As(err, &unstable):
 		writeUnstable(w, rec, unstable.reason)
-	case errors.Is(err, deploylease.ErrNotFound):
+	case errors.Is(err, leasestore.ErrNotFound):
 		writeError(w, rec, http.StatusNotFound, "not_found", map[string]any{"message": "no live lease for this kind and operation"})
-	case errors.Is(err, deploylease.ErrTokenMismatch):
+	case errors.Is(err, leasestore.ErrTokenMismatch):
 		writeError(w, rec, http.StatusForbidden, "lease_token_mismatch", nil)
-	case errors.Is(err, deploylease.ErrMutexHeld):
+	case errors.Is(err, leasestore.ErrMutexHeld):
 		writeError(w, rec, http.StatusConflict, "lease_held", map[string]any{"message": err.Error()})
-	case errors.Is(err, deploylease.ErrNotMigrationHolder):
+	case errors.Is(err, leasestore.ErrNotMigrationHolder):
 		writeError(w, rec, http.StatusConflict, "not_migration_holder", map[string]any{"message": err.Error()})
-	case errors.Is(err, deploylease.ErrInstanceMismatch):
+	case errors.Is(err, leasestore.ErrInstanceMismatch):
 		writeError(w, rec, http.StatusConflict, "instance_mismatch", map[string]any{"message": err.Error()})
-	case errors.Is(err, deploylease.ErrContention):
+	case errors.Is(err, leasestore.ErrContention):
 		w.Header().Set("Retry-After", "1")
 		writeError(w, rec, http.StatusServiceUnavailable, "busy", map[string]any{"message": err.Error()})
 	default:

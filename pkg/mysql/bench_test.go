@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/shipstream/bloodraven/pkg/mysqlsim"
-	"github.com/shipstream/bloodraven/pkg/mysqlsim/simtest"
+	"github.com/shipstream/bloodraven/pkg/testbed/mysqlsim"
+	"github.com/shipstream/bloodraven/pkg/testbed/mysqlsim/simtest"
 )
 
 // BenchmarkObserve measures one observation round trip against the

@@ -9,8 +9,8 @@ import (
 
 	"github.com/shipstream/bloodraven/pkg/gtid"
 	"github.com/shipstream/bloodraven/pkg/mysql"
-	"github.com/shipstream/bloodraven/pkg/mysqlsim"
-	"github.com/shipstream/bloodraven/pkg/mysqlsim/simtest"
+	"github.com/shipstream/bloodraven/pkg/testbed/mysqlsim"
+	"github.com/shipstream/bloodraven/pkg/testbed/mysqlsim/simtest"
 )
 
 func sourceOf(t *testing.T, s *mysqlsim.Server) mysql.Source { return sourceOfB(t, s) }

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/shipstream/bloodraven/pkg/mysql"
-	"github.com/shipstream/bloodraven/pkg/mysqlsim"
-	"github.com/shipstream/bloodraven/pkg/mysqlsim/simtest"
+	"github.com/shipstream/bloodraven/pkg/testbed/mysqlsim"
+	"github.com/shipstream/bloodraven/pkg/testbed/mysqlsim/simtest"
 )
 
 // probeMySQL observes a simulated server through the product's site client.

@@ -15,7 +15,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation"
 
-	"github.com/shipstream/bloodraven/pkg/devaddr"
+	"github.com/shipstream/bloodraven/pkg/devsitemap"
 	"github.com/shipstream/bloodraven/pkg/logging"
 )
 
@@ -52,7 +52,7 @@ type Config struct {
 	// the auxiliary Service of deploy/base in the pod's namespace.
 	SidecarOperatorEndpoint string
 	// DevSiteAddresses is the path of the development site-address map
-	// (pkg/devaddr); empty in production.
+	// (pkg/devsitemap); empty in production.
 	DevSiteAddresses string
 
 	LogLevel            string
@@ -160,7 +160,7 @@ func ParseConfig(args []string, getenv func(string) string, usageOut io.Writer) 
 	str(&c.SidecarImage, flagSpec{"sidecar-image", "BLOODRAVEN_SIDECAR_IMAGE", "image of the sidecar container added to every mysqld pod"}, "")
 	boolean(&c.AutomaticFailover, flagSpec{"automatic-failover", "BLOODRAVEN_AUTOMATIC_FAILOVER", "replace an unreachable active site automatically (guards in docs/topology.md)"}, true)
 	str(&c.SidecarOperatorEndpoint, flagSpec{"sidecar-operator-endpoint", "BLOODRAVEN_SIDECAR_OPERATOR_ENDPOINT", "host:port at which sidecars reach this operator's auxiliary listener, for groups that do not set spec.sidecar.operatorEndpoint"}, defaultSidecarOperatorEndpoint(getenv))
-	str(&c.DevSiteAddresses, flagSpec{"dev-site-addresses", devaddr.EnvVar, "DEVELOPMENT ONLY: path of a site-address map that replaces in-cluster site addressing"}, "")
+	str(&c.DevSiteAddresses, flagSpec{"dev-site-addresses", devsitemap.EnvVar, "DEVELOPMENT ONLY: path of a site-address map that replaces in-cluster site addressing"}, "")
 	str(&c.LogLevel, flagSpec{"log-level", "BLOODRAVEN_LOG_LEVEL", "debug, info, warn or error"}, "info")
 	integer(&c.Workers, flagSpec{"workers", "BLOODRAVEN_WORKERS", "workers per controller"}, 2)
 	dur(&c.ShutdownGracePeriod, flagSpec{"shutdown-grace-period", "BLOODRAVEN_SHUTDOWN_GRACE_PERIOD", "how long shutdown may take after SIGTERM; keep it below the pod's terminationGracePeriodSeconds"}, 20*time.Second)

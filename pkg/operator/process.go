@@ -22,10 +22,11 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	"github.com/shipstream/bloodraven/generated/clientset/versioned"
-	"github.com/shipstream/bloodraven/pkg/devaddr"
+	"github.com/shipstream/bloodraven/pkg/devsitemap"
 	"github.com/shipstream/bloodraven/pkg/events"
 	"github.com/shipstream/bloodraven/pkg/metrics"
 	"github.com/shipstream/bloodraven/pkg/protocol"
+	"github.com/shipstream/bloodraven/pkg/siteaddr"
 )
 
 // Controller is anything the leader runs: Run blocks until ctx ends.
@@ -47,7 +48,7 @@ type Process struct {
 	Metrics   *metrics.Registry
 	Recorder  record.EventRecorder
 	// Resolver addresses sites: the internal Services, or the development map.
-	Resolver devaddr.Resolver
+	Resolver siteaddr.Resolver
 	// AuxiliaryMux serves the plain-HTTP auxiliary listener (sidecar-facing routes).
 	AuxiliaryMux *http.ServeMux
 	// TLSMux serves the TLS listener (keyring escrow; the deploy API is mounted by SetDeployAPI).
@@ -118,7 +119,7 @@ func New(cfg Config, log *slog.Logger) (_ *Process, err error) {
 		Config: cfg, Log: log, Kube: kube, Shipstream: ship, Dynamic: dyn,
 		Informers:    newInformers(kube, ship, cfg.Namespaces),
 		Metrics:      metrics.NewRegistry(),
-		Resolver:     devaddr.Cluster{SidecarPort: protocol.SidecarPort},
+		Resolver:     siteaddr.Cluster{SidecarPort: protocol.SidecarPort},
 		AuxiliaryMux: http.NewServeMux(),
 		TLSMux:       http.NewServeMux(),
 		Exit:         os.Exit,
@@ -128,7 +129,7 @@ func New(cfg Config, log *slog.Logger) (_ *Process, err error) {
 	p.health = leaderelection.NewLeaderHealthzAdaptor(cfg.LeaderElection.RenewDeadline)
 	p.state.leaderHealth = p.health.Check
 	if cfg.DevSiteAddresses != "" {
-		m, err := devaddr.Load(cfg.DevSiteAddresses)
+		m, err := devsitemap.Load(cfg.DevSiteAddresses)
 		if err != nil {
 			return nil, fmt.Errorf("--dev-site-addresses: %w", err)
 		}

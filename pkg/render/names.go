@@ -8,7 +8,7 @@ package render
 
 import (
 	"github.com/shipstream/bloodraven/pkg/apis/shipstream/v1alpha1"
-	"github.com/shipstream/bloodraven/pkg/devaddr"
+	"github.com/shipstream/bloodraven/pkg/siteaddr"
 )
 
 // Keys of the labels, annotations and finalizer the operator writes. All are
@@ -77,7 +77,7 @@ func ConfigMapName(group, site string) string { return group + "-" + site + "-my
 
 // InternalServiceName is the site's internal Service, the address followers
 // and the operator use (the development site-address map implies it too).
-func InternalServiceName(group, site string) string { return devaddr.InternalServiceName(group, site) }
+func InternalServiceName(group, site string) string { return siteaddr.InternalServiceName(group, site) }
 
 // SiteServiceName is the site's client-facing Service.
 func SiteServiceName(group, site string) string { return group + "-" + site }

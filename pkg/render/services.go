@@ -11,8 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/shipstream/bloodraven/pkg/apis/shipstream/v1alpha1"
-	"github.com/shipstream/bloodraven/pkg/devaddr"
 	"github.com/shipstream/bloodraven/pkg/protocol"
+	"github.com/shipstream/bloodraven/pkg/siteaddr"
 )
 
 // Services renders every Service of g, sorted by name: per site the internal
@@ -45,7 +45,7 @@ func describe(s *corev1.Service) string {
 }
 
 func mysqlPort() corev1.ServicePort {
-	return corev1.ServicePort{Name: MySQLPortName, Port: devaddr.MySQLPort, TargetPort: intstr.FromString(MySQLPortName), Protocol: corev1.ProtocolTCP}
+	return corev1.ServicePort{Name: MySQLPortName, Port: siteaddr.MySQLPort, TargetPort: intstr.FromString(MySQLPortName), Protocol: corev1.ProtocolTCP}
 }
 
 func serviceMeta(g *v1alpha1.MysqlFailoverGroup, name, kind, site string) metav1.ObjectMeta {

@@ -15,8 +15,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/shipstream/bloodraven/pkg/apis/shipstream/v1alpha1"
-	"github.com/shipstream/bloodraven/pkg/devaddr"
 	"github.com/shipstream/bloodraven/pkg/protocol"
+	"github.com/shipstream/bloodraven/pkg/siteaddr"
 )
 
 // Defaults applied when a field the CRD defaults is unset (an object built in
@@ -215,7 +215,7 @@ func podTemplate(g *v1alpha1.MysqlFailoverGroup, i int, cfg Config, cnfHash stri
 	mysqld := corev1.Container{
 		Name:  ContainerMySQL,
 		Image: image,
-		Ports: []corev1.ContainerPort{{Name: MySQLPortName, ContainerPort: devaddr.MySQLPort, Protocol: corev1.ProtocolTCP}},
+		Ports: []corev1.ContainerPort{{Name: MySQLPortName, ContainerPort: siteaddr.MySQLPort, Protocol: corev1.ProtocolTCP}},
 		Env: []corev1.EnvVar{
 			secretEnv("MYSQL_ROOT_PASSWORD", spec.Credentials.OperatorSecretName, "MYSQL_ROOT_PASSWORD"),
 		},

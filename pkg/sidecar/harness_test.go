@@ -14,9 +14,9 @@ import (
 	"github.com/shipstream/bloodraven/pkg/apis/shipstream/v1alpha1"
 	"github.com/shipstream/bloodraven/pkg/auxiliary"
 	"github.com/shipstream/bloodraven/pkg/mysql"
-	"github.com/shipstream/bloodraven/pkg/mysqlsim"
-	"github.com/shipstream/bloodraven/pkg/mysqlsim/simtest"
-	"github.com/shipstream/bloodraven/pkg/netcut"
+	"github.com/shipstream/bloodraven/pkg/testbed/mysqlsim"
+	"github.com/shipstream/bloodraven/pkg/testbed/mysqlsim/simtest"
+	"github.com/shipstream/bloodraven/pkg/testbed/netcut"
 	"github.com/shipstream/bloodraven/pkg/sidecar"
 )
 

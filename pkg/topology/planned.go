@@ -92,7 +92,7 @@ func parseMaxLagWait(val string) (time.Duration, error) {
 }
 
 // PlannedHolds is what admission needs of the deployment failover holds
-// (deploylease.Store.Holds, queried after the claim was stored).
+// (leasestore.Store.Holds, queried after the claim was stored).
 type PlannedHolds struct {
 	Held           bool
 	EarliestExpiry time.Time

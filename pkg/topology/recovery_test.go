@@ -8,7 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/shipstream/bloodraven/pkg/apis/shipstream/v1alpha1"
-	"github.com/shipstream/bloodraven/pkg/apis/shipstream/v1alpha1/stability"
+	"github.com/shipstream/bloodraven/pkg/stability"
 )
 
 // The former primary returns holding nothing the new active site lacks: it

@@ -6,8 +6,8 @@ import (
 	"strings"
 
 	"github.com/shipstream/bloodraven/pkg/apis/shipstream/v1alpha1"
-	"github.com/shipstream/bloodraven/pkg/devaddr"
 	"github.com/shipstream/bloodraven/pkg/gtid"
+	"github.com/shipstream/bloodraven/pkg/siteaddr"
 )
 
 // ErrnoSourcePurged is Last_IO_Errno when the source purged binary logs the
@@ -158,11 +158,11 @@ func incomparablePair(cands []Candidate) (Candidate, Candidate, bool) {
 // SourceHost is the replication source every follower must use: the active
 // site's internal Service.
 func SourceHost(namespace, group, active string) string {
-	return devaddr.SiteKey{Namespace: namespace, Group: group, Site: active}.InternalServiceFQDN()
+	return siteaddr.SiteKey{Namespace: namespace, Group: group, Site: active}.InternalServiceFQDN()
 }
 
 // SourcePort is mysqld's port behind an internal Service.
-const SourcePort = devaddr.MySQLPort
+const SourcePort = siteaddr.MySQLPort
 
 // SameHost compares host names as a resolver would: any case, an optional
 // trailing dot, and the cluster domain suffix.

@@ -18,11 +18,11 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/shipstream/bloodraven/pkg/apis/shipstream/v1alpha1"
-	"github.com/shipstream/bloodraven/pkg/deploylease"
-	"github.com/shipstream/bloodraven/pkg/devaddr"
+	"github.com/shipstream/bloodraven/pkg/leasestore"
 	"github.com/shipstream/bloodraven/pkg/mysql"
 	"github.com/shipstream/bloodraven/pkg/observe"
 	"github.com/shipstream/bloodraven/pkg/protocol"
+	"github.com/shipstream/bloodraven/pkg/siteaddr"
 	"github.com/shipstream/bloodraven/pkg/topology"
 )
 
@@ -41,9 +41,9 @@ const (
 // ManagerOptions configure the topology manager. Without a Resolver the
 // manager is off and the controller only reconciles Kubernetes objects.
 type ManagerOptions struct {
-	// Resolver gives each site's mysqld address: devaddr.Cluster in a
-	// cluster, a *devaddr.Map in the playground and tests.
-	Resolver devaddr.Resolver
+	// Resolver gives each site's mysqld address: siteaddr.Cluster in a
+	// cluster, a *devsitemap.Map in the playground and tests.
+	Resolver siteaddr.Resolver
 	// Credentials reads a group's MySQL accounts; nil reads
 	// spec.credentials.operatorSecretName through a Secret informer.
 	Credentials CredentialSource
@@ -79,7 +79,7 @@ type ManagerOptions struct {
 	NewID func() string
 	// Holds reads a group's deployment failover holds for planned
 	// failover; nil reads the Lease records through the controller's
-	// Kubernetes client (deploylease.Store).
+	// Kubernetes client (leasestore.Store).
 	Holds HoldsFunc
 }
 
@@ -152,7 +152,7 @@ func newManager(c *Controller, opts ManagerOptions) (*Manager, error) {
 		opts.Credentials = src
 	}
 	if opts.Holds == nil {
-		opts.Holds = deploylease.New(c.kube, deploylease.Options{Now: opts.Now}).Holds
+		opts.Holds = leasestore.New(c.kube, leasestore.Options{Now: opts.Now}).Holds
 	}
 	m := &Manager{opts: opts, ctrl: c, log: c.log.With("component", "topology-manager"), groups: map[string]*groupState{}}
 	m.admitter = &PlannedAdmitter{Ship: c.ship, Holds: opts.Holds, Recorder: c.recorder, Now: opts.Now, NewRunID: opts.NewID}
@@ -332,7 +332,7 @@ func (p *mpass) siteBackoff(h observe.Health) time.Duration {
 // client returns the site's connection pool, reopening it when its address
 // or credentials changed.
 func (p *mpass) client(site string) (*mysql.Client, error) {
-	addr, err := p.m.opts.Resolver.MySQLAddr(devaddr.SiteKey{Namespace: p.g.Namespace, Group: p.g.Name, Site: site})
+	addr, err := p.m.opts.Resolver.MySQLAddr(siteaddr.SiteKey{Namespace: p.g.Namespace, Group: p.g.Name, Site: site})
 	if err != nil {
 		return nil, err
 	}
@@ -505,6 +505,6 @@ func (p *mpass) enqueue() {
 	p.m.ctrl.Enqueue(cache.NewObjectName(p.g.Namespace, p.g.Name))
 }
 
-func siteKey(g *v1alpha1.MysqlFailoverGroup, site string) devaddr.SiteKey {
-	return devaddr.SiteKey{Namespace: g.Namespace, Group: g.Name, Site: site}
+func siteKey(g *v1alpha1.MysqlFailoverGroup, site string) siteaddr.SiteKey {
+	return siteaddr.SiteKey{Namespace: g.Namespace, Group: g.Name, Site: site}
 }

@@ -9,14 +9,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/shipstream/bloodraven/pkg/apis/shipstream/v1alpha1"
-	"github.com/shipstream/bloodraven/pkg/deploylease"
+	"github.com/shipstream/bloodraven/pkg/leasestore"
 	"github.com/shipstream/bloodraven/pkg/observe"
 	"github.com/shipstream/bloodraven/pkg/topology"
 )
 
 // HoldsFunc reads a group's deployment failover holds (a quorum read,
-// deploylease.Store.Holds).
-type HoldsFunc func(ctx context.Context, g deploylease.GroupRef, topologyGeneration int64) (deploylease.HoldSummary, error)
+// leasestore.Store.Holds).
+type HoldsFunc func(ctx context.Context, g leasestore.GroupRef, topologyGeneration int64) (leasestore.HoldSummary, error)
 
 // EventAutomaticFailoverHoldClearRejected (Warning): the clear-hold
 // annotation did not name the group; it is removed unapplied.
@@ -45,7 +45,7 @@ func (p *mpass) planned(ctx context.Context, results map[string]observe.Result[S
 	in.Planned.OrderedUpdate = g.Status.UpdatePhase == v1alpha1.UpdateHandingOff
 	in.Planned.ClearHold = g.Annotations[topology.AnnotationClearAutomaticFailoverHold] == g.Name
 	if c := g.Status.PlannedFailover; c != nil && c.Phase == v1alpha1.PlannedFailoverCatchingUp {
-		hs, err := p.m.opts.Holds(ctx, deploylease.GroupRef{Namespace: g.Namespace, Name: g.Name, UID: g.UID}, g.Status.TopologyGeneration)
+		hs, err := p.m.opts.Holds(ctx, leasestore.GroupRef{Namespace: g.Namespace, Name: g.Name, UID: g.UID}, g.Status.TopologyGeneration)
 		if err != nil {
 			// Without a fresh read the run does not fence (it keeps catching
 			// up, and times out if the read keeps failing).

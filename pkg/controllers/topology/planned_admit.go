@@ -12,7 +12,7 @@ import (
 
 	"github.com/shipstream/bloodraven/generated/clientset/versioned"
 	"github.com/shipstream/bloodraven/pkg/apis/shipstream/v1alpha1"
-	"github.com/shipstream/bloodraven/pkg/deploylease"
+	"github.com/shipstream/bloodraven/pkg/leasestore"
 	"github.com/shipstream/bloodraven/pkg/topology"
 )
 
@@ -41,8 +41,8 @@ const plannedAdmittingPoll = time.Second
 // work (manager_planned.go), and the handoff itself is topology.Decide's.
 type PlannedAdmitter struct {
 	Ship versioned.Interface
-	// Holds is deploylease.Store.Holds (a quorum read).
-	Holds    func(ctx context.Context, g deploylease.GroupRef, topologyGeneration int64) (deploylease.HoldSummary, error)
+	// Holds is leasestore.Store.Holds (a quorum read).
+	Holds    func(ctx context.Context, g leasestore.GroupRef, topologyGeneration int64) (leasestore.HoldSummary, error)
 	Recorder record.EventRecorder
 	Now      func() time.Time
 	NewRunID func() string
@@ -68,7 +68,7 @@ func (a *PlannedAdmitter) Step(ctx context.Context, g *v1alpha1.MysqlFailoverGro
 		return g, claim.Admission.RetryAfter.Sub(now), nil
 	}
 	// The claim is stored, so the hold query is sound (docs/deploy-api.md).
-	hs, err := a.Holds(ctx, deploylease.GroupRef{Namespace: g.Namespace, Name: g.Name, UID: g.UID}, g.Status.TopologyGeneration)
+	hs, err := a.Holds(ctx, leasestore.GroupRef{Namespace: g.Namespace, Name: g.Name, UID: g.UID}, g.Status.TopologyGeneration)
 	if err != nil {
 		return g, 0, fmt.Errorf("read failover holds: %w", err)
 	}
@@ -128,7 +128,7 @@ func (a *PlannedAdmitter) takeRequest(ctx context.Context, g *v1alpha1.MysqlFail
 	return updated, plannedAdmittingPoll, nil
 }
 
-func admissionInput(g *v1alpha1.MysqlFailoverGroup, claim v1alpha1.PlannedFailoverStatus, f PlannedFacts, hs deploylease.HoldSummary, now time.Time) topology.PlannedAdmissionInput {
+func admissionInput(g *v1alpha1.MysqlFailoverGroup, claim v1alpha1.PlannedFailoverStatus, f PlannedFacts, hs leasestore.HoldSummary, now time.Time) topology.PlannedAdmissionInput {
 	in := topology.PlannedAdmissionInput{
 		Now: now, Target: claim.TargetSite, Active: g.Status.ActiveSite,
 		TargetTrusted: f.TargetTrusted, TargetReplicating: f.TargetReplicating, OtherOperation: f.OtherOperation,

@@ -26,7 +26,7 @@ func (e *PlannedClaimHeldError) Error() string {
 // Conflict if the group changed since it was read: a claim is never stored
 // on top of a state the caller did not see. A claim of another run that is
 // not finished is never replaced. Planned admission must call this before
-// it asks deploylease.Store.Holds: a hold granted concurrently then either
+// it asks leasestore.Store.Holds: a hold granted concurrently then either
 // is seen by that query or sees this claim and withdraws itself.
 func StorePlannedClaim(ctx context.Context, ship versioned.Interface, g *v1alpha1.MysqlFailoverGroup, claim v1alpha1.PlannedFailoverStatus) (*v1alpha1.MysqlFailoverGroup, error) {
 	if cur := g.Status.PlannedFailover; cur != nil && cur.RunID != claim.RunID && !cur.Phase.IsTerminal() {

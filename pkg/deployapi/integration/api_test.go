@@ -15,7 +15,7 @@ import (
 
 	v1 "github.com/shipstream/bloodraven/pkg/apis/shipstream/v1alpha1"
 	"github.com/shipstream/bloodraven/pkg/deployapi"
-	"github.com/shipstream/bloodraven/pkg/deploylease"
+	"github.com/shipstream/bloodraven/pkg/leasestore"
 )
 
 var errClaimSeen = errors.New("planned claim persisted meanwhile")
@@ -344,7 +344,7 @@ func TestGrantRenewReleaseLifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	stored := fmt.Sprint(l.Annotations, l.Spec)
-	if strings.Contains(stored, tok2) || !strings.Contains(stored, deploylease.HashToken(tok2)) {
+	if strings.Contains(stored, tok2) || !strings.Contains(stored, leasestore.HashToken(tok2)) {
 		t.Fatal("the Lease must hold the token's hash and never the token")
 	}
 	// Owned by the group: tombstones and records go when the group goes.
@@ -437,7 +437,7 @@ func TestMigrationMutexAndHolds(t *testing.T) {
 
 	// The holds query planned failover calls.
 	g, _ := f.ship.ShipstreamV1alpha1().MysqlFailoverGroups(f.ns).Get(f.ctx, "orders", metav1.GetOptions{})
-	ref := deploylease.GroupRef{Namespace: f.ns, Name: "orders", UID: g.UID}
+	ref := leasestore.GroupRef{Namespace: f.ns, Name: "orders", UID: g.UID}
 	sum, err := f.op.store.Holds(f.ctx, ref, 3)
 	if err != nil {
 		t.Fatal(err)
@@ -598,11 +598,11 @@ func TestHoldWithdrawnWhenClaimAppearsDuringGrant(t *testing.T) {
 	a := f.do(f.op, "POST", "/deploy/v1/groups/orders/leases", f.token, grantBody("migration", opA, "orders-app", 60), nil)
 	f.expect(a, 201, "")
 	g, _ := f.ship.ShipstreamV1alpha1().MysqlFailoverGroups(f.ns).Get(f.ctx, "orders", metav1.GetOptions{})
-	ref := deploylease.GroupRef{Namespace: f.ns, Name: "orders", UID: g.UID}
+	ref := leasestore.GroupRef{Namespace: f.ns, Name: "orders", UID: g.UID}
 	// The recheck runs after the hold is persisted: here planned admission
 	// persists its claim in between, as a concurrent admission would.
-	_, err := f.op.store.Grant(f.ctx, deploylease.GrantRequest{
-		Group: ref, Kind: deploylease.KindFailoverHold, OperationID: opA, Instance: "orders-app",
+	_, err := f.op.store.Grant(f.ctx, leasestore.GrantRequest{
+		Group: ref, Kind: leasestore.KindFailoverHold, OperationID: opA, Instance: "orders-app",
 		TTL: 30 * time.Second, TopologyGeneration: 3,
 		Recheck: func(ctx context.Context) error {
 			f.editStatus(f.ns, "orders", func(s *v1.MysqlFailoverGroupStatus) {
@@ -621,7 +621,7 @@ func TestHoldWithdrawnWhenClaimAppearsDuringGrant(t *testing.T) {
 }
 
 // storedExpiry reads a record's expiresAt from the API server.
-func (f *fixture) storedExpiry(kind deploylease.Kind, op string) time.Time {
+func (f *fixture) storedExpiry(kind leasestore.Kind, op string) time.Time {
 	f.t.Helper()
 	r, ok, err := f.op.store.Get(f.ctx, f.ns, "orders", kind, op)
 	if err != nil || !ok {
@@ -640,7 +640,7 @@ func TestUnconfirmedTransitionAnswers423AndExtendsNothing(t *testing.T) {
 	f.expect(a, 201, "")
 	h := f.do(f.op, "POST", leases, f.token, grantBody("failover-hold", opA, "orders-app", 60), nil)
 	f.expect(h, 201, "")
-	migExp, holdExp := f.storedExpiry(deploylease.KindMigration, opA), f.storedExpiry(deploylease.KindFailoverHold, opA)
+	migExp, holdExp := f.storedExpiry(leasestore.KindMigration, opA), f.storedExpiry(leasestore.KindFailoverHold, opA)
 
 	f.editStatus(f.ns, "orders", func(s *v1.MysqlFailoverGroupStatus) {
 		s.Transition = &v1.Transition{ID: "t-3", Kind: v1.TransitionAutomatic, SourceSite: "iad", TargetSite: "pdx", TopologyGeneration: 4, Step: v1.StepFencingSource, StartTime: metav1.Now()}
@@ -657,10 +657,10 @@ func TestUnconfirmedTransitionAnswers423AndExtendsNothing(t *testing.T) {
 			t.Fatalf("423 body %s", r.raw)
 		}
 	}
-	if got := f.storedExpiry(deploylease.KindMigration, opA); !got.Equal(migExp) {
+	if got := f.storedExpiry(leasestore.KindMigration, opA); !got.Equal(migExp) {
 		t.Fatalf("a 423 renewal moved the migration expiry from %s to %s", migExp, got)
 	}
-	if got := f.storedExpiry(deploylease.KindFailoverHold, opA); !got.Equal(holdExp) {
+	if got := f.storedExpiry(leasestore.KindFailoverHold, opA); !got.Equal(holdExp) {
 		t.Fatalf("a 423 renewal moved the hold expiry from %s to %s", holdExp, got)
 	}
 

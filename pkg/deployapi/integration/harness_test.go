@@ -21,7 +21,7 @@ import (
 	"github.com/shipstream/bloodraven/generated/clientset/versioned"
 	v1 "github.com/shipstream/bloodraven/pkg/apis/shipstream/v1alpha1"
 	"github.com/shipstream/bloodraven/pkg/deployapi"
-	"github.com/shipstream/bloodraven/pkg/deploylease"
+	"github.com/shipstream/bloodraven/pkg/leasestore"
 )
 
 var cp *framework.ControlPlane
@@ -87,7 +87,7 @@ func newEnv(t testing.TB) *env {
 // instance is one operator process's deploy API: its own clients (no
 // shared client state), its own store, its own TLS server.
 type instance struct {
-	store  *deploylease.Store
+	store  *leasestore.Store
 	server *httptest.Server
 	client *http.Client
 }
@@ -113,7 +113,7 @@ func (e *env) newInstanceOn(clk *clock, opts ...func(*deployapi.Config)) *instan
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	store := deploylease.New(kube, deploylease.Options{Now: clk.Now, MaxClockSkew: 2 * time.Second})
+	store := leasestore.New(kube, leasestore.Options{Now: clk.Now, MaxClockSkew: 2 * time.Second})
 	cfg := deployapi.Config{
 		Kube: kube, Shipstream: ship, Store: store,
 		Logger: slog.New(slog.NewJSONHandler(e.logs, nil)),
@@ -146,8 +146,8 @@ func (e *env) mint(ns, sa, audience string) string {
 func (e *env) remember(secret string) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.secrets = append(e.secrets, secret, deploylease.HashToken(secret))
-	e.secrets = append(e.secrets, strings.TrimPrefix(deploylease.HashToken(secret), "sha256:"))
+	e.secrets = append(e.secrets, secret, leasestore.HashToken(secret))
+	e.secrets = append(e.secrets, strings.TrimPrefix(leasestore.HashToken(secret), "sha256:"))
 }
 
 // checkLogs: every line is one "deploy api" record with the contract's

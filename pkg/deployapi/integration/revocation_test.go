@@ -18,9 +18,9 @@ import (
 	shipinformers "github.com/shipstream/bloodraven/generated/informers/externalversions"
 	shipv1alpha1informers "github.com/shipstream/bloodraven/generated/informers/externalversions/shipstream/v1alpha1"
 	v1 "github.com/shipstream/bloodraven/pkg/apis/shipstream/v1alpha1"
-	ctrl "github.com/shipstream/bloodraven/pkg/controllers/deploylease"
+	ctrl "github.com/shipstream/bloodraven/pkg/controllers/leaserevocation"
 	"github.com/shipstream/bloodraven/pkg/deployapi"
-	"github.com/shipstream/bloodraven/pkg/deploylease"
+	"github.com/shipstream/bloodraven/pkg/leasestore"
 	"github.com/shipstream/bloodraven/pkg/events"
 )
 
@@ -33,7 +33,7 @@ func (f *fixture) startController() *ctrl.Controller {
 	kubeFactory := kubeinformers.NewSharedInformerFactoryWithOptions(f.kube, 0, kubeinformers.WithNamespace(f.ns))
 	recorder, stopEvents := events.NewRecorder(ctx, f.kube)
 	c, err := ctrl.New(ctrl.Config{
-		Store:      deploylease.New(f.kube, deploylease.Options{Now: f.clock.Now, MaxClockSkew: 2 * time.Second}),
+		Store:      leasestore.New(f.kube, leasestore.Options{Now: f.clock.Now, MaxClockSkew: 2 * time.Second}),
 		Shipstream: f.ship,
 		Groups:     []shipv1alpha1informers.MysqlFailoverGroupInformer{shipFactory.Shipstream().V1alpha1().MysqlFailoverGroups()},
 		Leases:     []cache.SharedIndexInformer{kubeFactory.Coordination().V1().Leases().Informer()},
@@ -70,20 +70,20 @@ func (f *fixture) checkProjectedSeconds(name string, want int32) {
 	}
 }
 
-func (f *fixture) groupRef() deploylease.GroupRef {
+func (f *fixture) groupRef() leasestore.GroupRef {
 	g, err := f.ship.ShipstreamV1alpha1().MysqlFailoverGroups(f.ns).Get(f.ctx, "orders", metav1.GetOptions{})
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	return deploylease.GroupRef{Namespace: f.ns, Name: "orders", UID: g.UID}
+	return leasestore.GroupRef{Namespace: f.ns, Name: "orders", UID: g.UID}
 }
 
 // waitRevoked waits until the record is a tombstone with reason.
-func (f *fixture) waitRevoked(kind deploylease.Kind, op string, reason deploylease.Reason) {
+func (f *fixture) waitRevoked(kind leasestore.Kind, op string, reason leasestore.Reason) {
 	f.t.Helper()
 	err := wait.PollUntilContextTimeout(f.ctx, 50*time.Millisecond, 20*time.Second, true, func(ctx context.Context) (bool, error) {
 		r, ok, err := f.op.store.Get(ctx, f.ns, "orders", kind, op)
-		return ok && r.State == deploylease.StateRevoked && r.RevokedReason == reason, err
+		return ok && r.State == leasestore.StateRevoked && r.RevokedReason == reason, err
 	})
 	if err != nil {
 		f.t.Fatalf("%s %s was not revoked with %s: %v", kind, op, reason, err)
@@ -92,7 +92,7 @@ func (f *fixture) waitRevoked(kind deploylease.Kind, op string, reason deploylea
 
 // waitEvents waits for n DeploymentLeaseRevoked Events on the group whose
 // message names reason, and checks they carry no secret.
-func (f *fixture) waitEvents(n int, reason deploylease.Reason, secrets ...string) {
+func (f *fixture) waitEvents(n int, reason leasestore.Reason, secrets ...string) {
 	f.t.Helper()
 	var got int
 	err := wait.PollUntilContextTimeout(f.ctx, 100*time.Millisecond, 20*time.Second, true, func(ctx context.Context) (bool, error) {
@@ -142,12 +142,12 @@ func TestTopologyChangeRevokesAndTombstonesSurvive(t *testing.T) {
 	if r.str("reason") != "TopologyChanged" {
 		t.Fatalf("revoked reason %s", r.raw)
 	}
-	f.waitRevoked(deploylease.KindMigration, opA, deploylease.ReasonTopologyChanged)
-	f.waitRevoked(deploylease.KindFailoverHold, opA, deploylease.ReasonTopologyChanged)
+	f.waitRevoked(leasestore.KindMigration, opA, leasestore.ReasonTopologyChanged)
+	f.waitRevoked(leasestore.KindFailoverHold, opA, leasestore.ReasonTopologyChanged)
 	// A tombstone projects the minimum duration (the API server refuses 0).
 	f.checkProjectedSeconds("bloodraven-deploy.orders.migration."+opA, 1)
 	f.checkProjectedSeconds("bloodraven-deploy.orders.failover-hold."+opA, 1)
-	f.waitEvents(2, deploylease.ReasonTopologyChanged, a.str("token"), h.str("token"))
+	f.waitEvents(2, leasestore.ReasonTopologyChanged, a.str("token"), h.str("token"))
 	if n := testutil.ToFloat64(c.Revocations().WithLabelValues("TopologyChanged")); n != 2 {
 		t.Fatalf("revocations_total{reason=TopologyChanged} = %v, want 2", n)
 	}
@@ -192,7 +192,7 @@ func TestRevokeAnnotation(t *testing.T) {
 	if _, err := f.ship.ShipstreamV1alpha1().MysqlFailoverGroups(f.ns).Patch(f.ctx, "orders", types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	f.waitRevoked(deploylease.KindMigration, opA, deploylease.ReasonOperatorRevoked)
+	f.waitRevoked(leasestore.KindMigration, opA, leasestore.ReasonOperatorRevoked)
 	err := wait.PollUntilContextTimeout(f.ctx, 50*time.Millisecond, 20*time.Second, true, func(ctx context.Context) (bool, error) {
 		g, err := f.ship.ShipstreamV1alpha1().MysqlFailoverGroups(f.ns).Get(ctx, "orders", metav1.GetOptions{})
 		_, still := g.Annotations[ctrl.RevokeAnnotation]
@@ -206,7 +206,7 @@ func TestRevokeAnnotation(t *testing.T) {
 	if r.str("reason") != "OperatorRevoked" {
 		t.Fatalf("reason %s", r.raw)
 	}
-	f.waitEvents(1, deploylease.ReasonOperatorRevoked, a.str("token"))
+	f.waitEvents(1, leasestore.ReasonOperatorRevoked, a.str("token"))
 	if n := testutil.ToFloat64(c.Revocations().WithLabelValues("OperatorRevoked")); n != 1 {
 		t.Fatalf("revocations_total{reason=OperatorRevoked} = %v, want 1", n)
 	}
@@ -232,8 +232,8 @@ func TestExpiryRecordedByController(t *testing.T) {
 	f.expect(a, 201, "")
 	// Real time passes here: the controller requeues the group at expiry.
 	err := wait.PollUntilContextTimeout(f.ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		r, ok, err := f.op.store.Get(ctx, f.ns, "orders", deploylease.KindMigration, opA)
-		return ok && r.State == deploylease.StateExpired, err
+		r, ok, err := f.op.store.Get(ctx, f.ns, "orders", leasestore.KindMigration, opA)
+		return ok && r.State == leasestore.StateExpired, err
 	})
 	if err != nil {
 		t.Fatalf("expiry was not recorded: %v", err)

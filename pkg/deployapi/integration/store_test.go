@@ -17,15 +17,15 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"github.com/shipstream/bloodraven/pkg/deploylease"
+	"github.com/shipstream/bloodraven/pkg/leasestore"
 )
 
 // newStore is one operator process's store: its own client, no shared state.
-func (e *env) newStore() *deploylease.Store { return e.newStoreWrapped(nil) }
+func (e *env) newStore() *leasestore.Store { return e.newStoreWrapped(nil) }
 
 // newStoreWrapped is newStore whose API server traffic passes through wrap
 // (nil: none), so a test can act between two of the store's requests.
-func (e *env) newStoreWrapped(wrap func(http.RoundTripper) http.RoundTripper) *deploylease.Store {
+func (e *env) newStoreWrapped(wrap func(http.RoundTripper) http.RoundTripper) *leasestore.Store {
 	rc := rest.CopyConfig(cp.Config)
 	rc.QPS, rc.Burst = 2000, 4000
 	rc.WrapTransport = wrap
@@ -33,7 +33,7 @@ func (e *env) newStoreWrapped(wrap func(http.RoundTripper) http.RoundTripper) *d
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	return deploylease.New(kube, deploylease.Options{Now: e.clock.Now, MaxClockSkew: 2 * time.Second})
+	return leasestore.New(kube, leasestore.Options{Now: e.clock.Now, MaxClockSkew: 2 * time.Second})
 }
 
 // TestStoresNeverGrantTwoLiveMigrationLeases runs operations that grant,
@@ -43,7 +43,7 @@ func (e *env) newStoreWrapped(wrap func(http.RoundTripper) http.RoundTripper) *d
 // live.
 func TestStoresNeverGrantTwoLiveMigrationLeases(t *testing.T) {
 	f := newFixture(t)
-	stores := []*deploylease.Store{f.newStore(), f.newStore()}
+	stores := []*leasestore.Store{f.newStore(), f.newStore()}
 	ref := f.groupRef()
 	// running only says when to stop starting operations. Requests use
 	// f.ctx, so one in flight at the end completes instead of failing on
@@ -63,22 +63,22 @@ func TestStoresNeverGrantTwoLiveMigrationLeases(t *testing.T) {
 				s := stores[rng.IntN(2)]
 				switch rng.IntN(3) {
 				case 0:
-					g, err := s.Grant(f.ctx, deploylease.GrantRequest{Group: ref, Kind: deploylease.KindMigration, OperationID: op,
+					g, err := s.Grant(f.ctx, leasestore.GrantRequest{Group: ref, Kind: leasestore.KindMigration, OperationID: op,
 						Instance: "orders-app", TTL: 5 * time.Second, TopologyGeneration: 3})
 					if err == nil {
 						token = g.Token
 						grants.Add(1)
-					} else if !errors.Is(err, deploylease.ErrMutexHeld) {
+					} else if !errors.Is(err, leasestore.ErrMutexHeld) {
 						t.Errorf("grant: %v", err)
 					}
 				case 1:
 					if token != "" {
-						_, _ = s.Renew(f.ctx, deploylease.RenewRequest{Group: ref, Kind: deploylease.KindMigration, OperationID: op,
+						_, _ = s.Renew(f.ctx, leasestore.RenewRequest{Group: ref, Kind: leasestore.KindMigration, OperationID: op,
 							Token: token, TTL: 5 * time.Second, TopologyGeneration: 3})
 					}
 				case 2:
 					if token != "" && rng.IntN(3) == 0 {
-						_ = s.Release(f.ctx, ref, deploylease.KindMigration, op, token)
+						_ = s.Release(f.ctx, ref, leasestore.KindMigration, op, token)
 					}
 				}
 				time.Sleep(time.Duration(rng.IntN(20)) * time.Millisecond)
@@ -103,7 +103,7 @@ func TestStoresNeverGrantTwoLiveMigrationLeases(t *testing.T) {
 		now := f.clock.Now()
 		var live []string
 		for _, r := range recs {
-			if r.Kind == deploylease.KindMigration && r.Live(now) {
+			if r.Kind == leasestore.KindMigration && r.Live(now) {
 				live = append(live, r.OperationID)
 			}
 		}
@@ -154,36 +154,36 @@ func TestReleaseRacingARegrantOfTheSameOperation(t *testing.T) {
 	f := newFixture(t)
 	ref := f.groupRef()
 	plain := f.newStore()
-	grant := func(op string) (deploylease.Grant, error) {
-		return plain.Grant(f.ctx, deploylease.GrantRequest{Group: ref, Kind: deploylease.KindMigration, OperationID: op,
+	grant := func(op string) (leasestore.Grant, error) {
+		return plain.Grant(f.ctx, leasestore.GrantRequest{Group: ref, Kind: leasestore.KindMigration, OperationID: op,
 			Instance: "orders-app", TTL: 60 * time.Second, TopologyGeneration: 3})
 	}
 	first, err := grant(opA)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var regrant deploylease.Grant
+	var regrant leasestore.Grant
 	var regrantErr error
 	hooked := &afterWrite{name: "bloodraven-deploy.orders.migration." + opA, marker: []byte(`"state":"Released"`)}
 	hooked.hook = func() { regrant, regrantErr = grant(opA) }
 	releasing := f.newStoreWrapped(func(rt http.RoundTripper) http.RoundTripper { hooked.next = rt; return hooked })
 
-	if err := releasing.Release(f.ctx, ref, deploylease.KindMigration, opA, first.Token); err != nil {
+	if err := releasing.Release(f.ctx, ref, leasestore.KindMigration, opA, first.Token); err != nil {
 		t.Fatalf("release: %v", err)
 	}
 	if regrantErr != nil || regrant.Token == "" {
 		t.Fatalf("the re-grant did not run between the release's two writes: %v", regrantErr)
 	}
 	// The re-grant's lease is live and still owns the mutex.
-	if _, err := grant(opB); !errors.Is(err, deploylease.ErrMutexHeld) {
+	if _, err := grant(opB); !errors.Is(err, leasestore.ErrMutexHeld) {
 		t.Fatalf("another operation's grant: %v, want ErrMutexHeld while the re-grant is live", err)
 	}
-	if _, err := plain.Renew(f.ctx, deploylease.RenewRequest{Group: ref, Kind: deploylease.KindMigration, OperationID: opA,
+	if _, err := plain.Renew(f.ctx, leasestore.RenewRequest{Group: ref, Kind: leasestore.KindMigration, OperationID: opA,
 		Token: regrant.Token, TTL: 60 * time.Second, TopologyGeneration: 3}); err != nil {
 		t.Fatalf("renewal of the re-grant: %v", err)
 	}
 	// Releasing the re-grant frees the mutex as usual.
-	if err := plain.Release(f.ctx, ref, deploylease.KindMigration, opA, regrant.Token); err != nil {
+	if err := plain.Release(f.ctx, ref, leasestore.KindMigration, opA, regrant.Token); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := grant(opB); err != nil {

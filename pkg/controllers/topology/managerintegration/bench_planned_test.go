@@ -12,9 +12,9 @@ import (
 	"github.com/shipstream/bloodraven/pkg/apis/shipstream/v1alpha1"
 	"github.com/shipstream/bloodraven/pkg/gtid"
 	"github.com/shipstream/bloodraven/pkg/mysql"
-	"github.com/shipstream/bloodraven/pkg/mysqlsim/simtest"
+	"github.com/shipstream/bloodraven/pkg/testbed/mysqlsim/simtest"
 	decide "github.com/shipstream/bloodraven/pkg/topology"
-	"github.com/shipstream/bloodraven/pkg/writeload"
+	"github.com/shipstream/bloodraven/pkg/testbed/writeload"
 )
 
 // BenchmarkPlannedFailoverWritePause measures the write pause of a planned

@@ -14,8 +14,8 @@ import (
 
 	"github.com/shipstream/bloodraven/pkg/apis/shipstream/v1alpha1"
 	"github.com/shipstream/bloodraven/pkg/controllers/topology"
-	"github.com/shipstream/bloodraven/pkg/mysqlsim"
-	"github.com/shipstream/bloodraven/pkg/mysqlsim/simtest"
+	"github.com/shipstream/bloodraven/pkg/testbed/mysqlsim"
+	"github.com/shipstream/bloodraven/pkg/testbed/mysqlsim/simtest"
 	"github.com/shipstream/bloodraven/pkg/protocol"
 	"github.com/shipstream/bloodraven/pkg/render"
 	mgr "github.com/shipstream/bloodraven/pkg/topology"

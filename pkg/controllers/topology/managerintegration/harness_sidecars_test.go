@@ -12,13 +12,14 @@ import (
 
 	"github.com/shipstream/bloodraven/pkg/auxiliary"
 	"github.com/shipstream/bloodraven/pkg/controllers/topology"
-	"github.com/shipstream/bloodraven/pkg/devaddr"
-	"github.com/shipstream/bloodraven/pkg/faultproxy"
+	"github.com/shipstream/bloodraven/pkg/devsitemap"
 	"github.com/shipstream/bloodraven/pkg/mysql"
-	"github.com/shipstream/bloodraven/pkg/mysqlsim"
-	"github.com/shipstream/bloodraven/pkg/mysqlsim/simtest"
-	"github.com/shipstream/bloodraven/pkg/netcut"
 	"github.com/shipstream/bloodraven/pkg/sidecar"
+	"github.com/shipstream/bloodraven/pkg/siteaddr"
+	"github.com/shipstream/bloodraven/pkg/testbed/faultproxy"
+	"github.com/shipstream/bloodraven/pkg/testbed/mysqlsim"
+	"github.com/shipstream/bloodraven/pkg/testbed/mysqlsim/simtest"
+	"github.com/shipstream/bloodraven/pkg/testbed/netcut"
 )
 
 // The invariant harness's world: every site is a simulated mysqld with the
@@ -128,7 +129,7 @@ func newFabric(t testing.TB, defs []siteDef, lease, interval time.Duration) *fab
 		return m.ResolveMySQL(host, port)
 	}
 	lns := map[string]net.Listener{}
-	var entries []devaddr.Entry
+	var entries []devsitemap.Entry
 	for _, d := range defs {
 		sim := simtest.Start(t, mysqlsim.Config{Name: d.name, SuperReadOnly: true, SkipReplicaStart: true, ResolveSource: resolve})
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -145,9 +146,9 @@ func newFabric(t testing.TB, defs []siteDef, lease, interval time.Duration) *fab
 		f.sites[d.name], f.e.sites[d.name] = hs, sim
 		f.order = append(f.order, d.name)
 		f.net.Name(hs.scAddr, d.name)
-		entries = append(entries, devaddr.Entry{Site: devaddr.SiteKey{Namespace: f.e.ns, Group: groupName, Site: d.name}, MySQL: sim.Addr(), Sidecar: p.Addr()})
+		entries = append(entries, devsitemap.Entry{Site: siteaddr.SiteKey{Namespace: f.e.ns, Group: groupName, Site: d.name}, MySQL: sim.Addr(), Sidecar: p.Addr()})
 	}
-	m, err := devaddr.New(entries...)
+	m, err := devsitemap.New(entries...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -27,11 +27,12 @@ import (
 	shipinformers "github.com/shipstream/bloodraven/generated/informers/externalversions"
 	"github.com/shipstream/bloodraven/pkg/apis/shipstream/v1alpha1"
 	"github.com/shipstream/bloodraven/pkg/controllers/topology"
-	"github.com/shipstream/bloodraven/pkg/devaddr"
+	"github.com/shipstream/bloodraven/pkg/devsitemap"
 	"github.com/shipstream/bloodraven/pkg/events"
-	"github.com/shipstream/bloodraven/pkg/mysqlsim"
-	"github.com/shipstream/bloodraven/pkg/mysqlsim/simtest"
 	"github.com/shipstream/bloodraven/pkg/operator"
+	"github.com/shipstream/bloodraven/pkg/siteaddr"
+	"github.com/shipstream/bloodraven/pkg/testbed/mysqlsim"
+	"github.com/shipstream/bloodraven/pkg/testbed/mysqlsim/simtest"
 )
 
 var cp *framework.ControlPlane
@@ -58,7 +59,7 @@ type env struct {
 	// harness_sidecars_test.go): they record the transition announcements
 	// the operator POSTs.
 	sidecars map[string]*sidecarStandIn
-	addrs    *devaddr.Map
+	addrs    *devsitemap.Map
 	// created are the groups to delete at cleanup.
 	created []string
 }
@@ -95,15 +96,15 @@ func newEnv(t testing.TB, sites []siteDef) *env {
 		}
 		return m.ResolveMySQL(host, port)
 	}
-	var entries []devaddr.Entry
+	var entries []devsitemap.Entry
 	for _, s := range sites {
 		srv := simtest.Start(t, mysqlsim.Config{Name: s.name, SuperReadOnly: true, SkipReplicaStart: true, ResolveSource: resolve})
 		e.sites[s.name] = srv
 		sc := newSidecarStandIn(t, s.name)
 		e.sidecars[s.name] = sc
-		entries = append(entries, devaddr.Entry{Site: devaddr.SiteKey{Namespace: e.ns, Group: groupName, Site: s.name}, MySQL: srv.Addr(), Sidecar: sc.addr})
+		entries = append(entries, devsitemap.Entry{Site: siteaddr.SiteKey{Namespace: e.ns, Group: groupName, Site: s.name}, MySQL: srv.Addr(), Sidecar: sc.addr})
 	}
-	m, err := devaddr.New(entries...)
+	m, err := devsitemap.New(entries...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -332,7 +333,7 @@ func (e *env) exec(site string, stmts ...string) {
 }
 
 func (e *env) fqdn(site string) string {
-	return devaddr.SiteKey{Namespace: e.ns, Group: groupName, Site: site}.InternalServiceFQDN()
+	return siteaddr.SiteKey{Namespace: e.ns, Group: groupName, Site: site}.InternalServiceFQDN()
 }
 
 func contains(s string, subs ...string) bool {

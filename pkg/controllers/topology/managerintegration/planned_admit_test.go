@@ -12,14 +12,14 @@ import (
 
 	"github.com/shipstream/bloodraven/pkg/apis/shipstream/v1alpha1"
 	"github.com/shipstream/bloodraven/pkg/controllers/topology"
-	"github.com/shipstream/bloodraven/pkg/deploylease"
+	"github.com/shipstream/bloodraven/pkg/leasestore"
 	"github.com/shipstream/bloodraven/pkg/events"
 	decide "github.com/shipstream/bloodraven/pkg/topology"
 )
 
 // admitterEnv: a group with iad active (as if bootstrapped), and an
 // admitter with real lease store and Event recorder on a settable clock.
-func admitterEnv(t *testing.T) (*env, *topology.PlannedAdmitter, *deploylease.Store, *time.Time) {
+func admitterEnv(t *testing.T) (*env, *topology.PlannedAdmitter, *leasestore.Store, *time.Time) {
 	e, g := claimEnv(t)
 	g.Status.ActiveSite = "iad"
 	g.Status.TopologyGeneration = 1
@@ -31,7 +31,7 @@ func admitterEnv(t *testing.T) (*env, *topology.PlannedAdmitter, *deploylease.St
 	t.Cleanup(func() { stopEvents(); cancel() })
 	now := time.Now()
 	clock := func() time.Time { return now }
-	store := deploylease.New(e.kube, deploylease.Options{Now: clock})
+	store := leasestore.New(e.kube, leasestore.Options{Now: clock})
 	runs := 0
 	a := &topology.PlannedAdmitter{Ship: e.ship, Holds: store.Holds, Recorder: recorder, Now: clock,
 		NewRunID: func() string { runs++; return fmt.Sprintf("run-%d", runs) }}
@@ -72,9 +72,9 @@ func TestPlannedAdmissionDefersBehindAHoldAndStartsAfterExpiry(t *testing.T) {
 
 	// A hold granted after the claim: the deploy API would refuse it (423);
 	// granted directly here, it must still defer the run.
-	ref := deploylease.GroupRef{Namespace: e.ns, Name: g.Name, UID: g.UID}
-	for _, k := range []deploylease.Kind{deploylease.KindMigration, deploylease.KindFailoverHold} {
-		if _, err := store.Grant(ctx, deploylease.GrantRequest{Group: ref, Kind: k, OperationID: "op-9", Instance: "billing",
+	ref := leasestore.GroupRef{Namespace: e.ns, Name: g.Name, UID: g.UID}
+	for _, k := range []leasestore.Kind{leasestore.KindMigration, leasestore.KindFailoverHold} {
+		if _, err := store.Grant(ctx, leasestore.GrantRequest{Group: ref, Kind: k, OperationID: "op-9", Instance: "billing",
 			Holder: "ci", TTL: 2 * time.Minute, TopologyGeneration: 1}); err != nil {
 			t.Fatalf("grant %s: %v", k, err)
 		}

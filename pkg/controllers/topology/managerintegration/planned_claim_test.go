@@ -12,7 +12,7 @@ import (
 	"github.com/shipstream/bloodraven/generated/clientset/versioned"
 	"github.com/shipstream/bloodraven/pkg/apis/shipstream/v1alpha1"
 	"github.com/shipstream/bloodraven/pkg/controllers/topology"
-	"github.com/shipstream/bloodraven/pkg/deploylease"
+	"github.com/shipstream/bloodraven/pkg/leasestore"
 	decide "github.com/shipstream/bloodraven/pkg/topology"
 )
 
@@ -85,14 +85,14 @@ func TestPlannedClaimIsStoredWithResourceVersionPrecondition(t *testing.T) {
 func TestPlannedClaimDeferredBehindARealHold(t *testing.T) {
 	e, g := claimEnv(t)
 	ctx := context.Background()
-	store := deploylease.New(e.kube, deploylease.Options{})
-	ref := deploylease.GroupRef{Namespace: e.ns, Name: g.Name, UID: g.UID}
+	store := leasestore.New(e.kube, leasestore.Options{})
+	ref := leasestore.GroupRef{Namespace: e.ns, Name: g.Name, UID: g.UID}
 	// A failover hold rides on the migration lease of the same operation.
-	if _, err := store.Grant(ctx, deploylease.GrantRequest{Group: ref, Kind: deploylease.KindMigration,
+	if _, err := store.Grant(ctx, leasestore.GrantRequest{Group: ref, Kind: leasestore.KindMigration,
 		OperationID: "op-42", Instance: "checkout", Holder: "ci", TTL: 10 * time.Minute, TopologyGeneration: g.Status.TopologyGeneration}); err != nil {
 		t.Fatalf("grant migration lease: %v", err)
 	}
-	grant, err := store.Grant(ctx, deploylease.GrantRequest{Group: ref, Kind: deploylease.KindFailoverHold,
+	grant, err := store.Grant(ctx, leasestore.GrantRequest{Group: ref, Kind: leasestore.KindFailoverHold,
 		OperationID: "op-42", Instance: "checkout", Holder: "ci", TTL: 10 * time.Minute, TopologyGeneration: g.Status.TopologyGeneration})
 	if err != nil {
 		t.Fatalf("grant hold: %v", err)

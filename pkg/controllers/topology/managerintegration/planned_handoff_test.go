@@ -16,14 +16,14 @@ import (
 
 	"github.com/shipstream/bloodraven/pkg/apis/shipstream/v1alpha1"
 	"github.com/shipstream/bloodraven/pkg/controllers/topology"
-	"github.com/shipstream/bloodraven/pkg/deploylease"
+	"github.com/shipstream/bloodraven/pkg/leasestore"
 	"github.com/shipstream/bloodraven/pkg/events"
 	"github.com/shipstream/bloodraven/pkg/gtid"
 	"github.com/shipstream/bloodraven/pkg/mysql"
-	"github.com/shipstream/bloodraven/pkg/mysqlsim"
-	"github.com/shipstream/bloodraven/pkg/mysqlsim/simtest"
+	"github.com/shipstream/bloodraven/pkg/testbed/mysqlsim"
+	"github.com/shipstream/bloodraven/pkg/testbed/mysqlsim/simtest"
 	decide "github.com/shipstream/bloodraven/pkg/topology"
-	"github.com/shipstream/bloodraven/pkg/writeload"
+	"github.com/shipstream/bloodraven/pkg/testbed/writeload"
 )
 
 // activeRouter stands for the group's published endpoint (the Service or
@@ -308,10 +308,10 @@ func TestPlannedFailoverRollsBackWhenTheTargetCannotCatchUp(t *testing.T) {
 func TestPlannedFailoverDefersBehindAHoldAndRunsAfterExpiry(t *testing.T) {
 	e, _, w := handoffEnv(t)
 	g := e.get()
-	store := deploylease.New(e.kube, deploylease.Options{})
-	ref := deploylease.GroupRef{Namespace: e.ns, Name: g.Name, UID: g.UID}
-	for _, k := range []deploylease.Kind{deploylease.KindMigration, deploylease.KindFailoverHold} {
-		if _, err := store.Grant(context.Background(), deploylease.GrantRequest{Group: ref, Kind: k, OperationID: "op-42", Instance: "orders-app",
+	store := leasestore.New(e.kube, leasestore.Options{})
+	ref := leasestore.GroupRef{Namespace: e.ns, Name: g.Name, UID: g.UID}
+	for _, k := range []leasestore.Kind{leasestore.KindMigration, leasestore.KindFailoverHold} {
+		if _, err := store.Grant(context.Background(), leasestore.GrantRequest{Group: ref, Kind: k, OperationID: "op-42", Instance: "orders-app",
 			Holder: "ci", TTL: 6 * time.Second, TopologyGeneration: 1}); err != nil {
 			t.Fatalf("grant %s: %v", k, err)
 		}

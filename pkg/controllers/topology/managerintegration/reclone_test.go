@@ -11,7 +11,7 @@ import (
 	"k8s.io/client-go/util/retry"
 
 	"github.com/shipstream/bloodraven/pkg/apis/shipstream/v1alpha1"
-	"github.com/shipstream/bloodraven/pkg/apis/shipstream/v1alpha1/stability"
+	"github.com/shipstream/bloodraven/pkg/stability"
 	mgr "github.com/shipstream/bloodraven/pkg/topology"
 )
 

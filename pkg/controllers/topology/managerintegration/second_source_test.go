@@ -10,7 +10,7 @@ import (
 
 	"github.com/shipstream/bloodraven/pkg/apis/shipstream/v1alpha1"
 	"github.com/shipstream/bloodraven/pkg/controllers/topology"
-	"github.com/shipstream/bloodraven/pkg/faultproxy"
+	"github.com/shipstream/bloodraven/pkg/testbed/faultproxy"
 )
 
 // The sidecar's /status as the operator's second source, with real

@@ -1,6 +1,8 @@
-package devaddr
+package devsitemap
 
 import (
+	"github.com/shipstream/bloodraven/pkg/siteaddr"
+
 	"errors"
 	"os"
 	"path/filepath"
@@ -20,27 +22,20 @@ func TestParseSample(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	iad, ok := m.Lookup(SiteKey{"shop", "orders", "iad"})
+	iad, ok := m.Lookup(siteaddr.SiteKey{Namespace: "shop", Group: "orders", Site: "iad"})
 	if !ok || iad.MySQL != "127.0.0.1:33061" || iad.Sidecar != "127.0.0.1:39001" {
 		t.Fatalf("iad = %+v, %v", iad, ok)
 	}
-	pdx, _ := m.Lookup(SiteKey{"shop", "orders", "pdx"})
+	pdx, _ := m.Lookup(siteaddr.SiteKey{Namespace: "shop", Group: "orders", Site: "pdx"})
 	if pdx.Sidecar != "" {
 		t.Fatalf("pdx has no sidecar in the file, got %q", pdx.Sidecar)
 	}
-	fra, _ := m.Lookup(SiteKey{"other", "billing", "fra"})
+	fra, _ := m.Lookup(siteaddr.SiteKey{Namespace: "other", Group: "billing", Site: "fra"})
 	if fra.MySQL != "[::1]:33063" || fra.Sidecar != "[::1]:39003" {
 		t.Fatalf("fra = %+v", fra)
 	}
 	if n := len(m.Entries()); n != 3 {
 		t.Fatalf("entries = %d, want 3", n)
-	}
-}
-
-func TestInternalServiceFQDN(t *testing.T) {
-	k := SiteKey{Namespace: "shop", Group: "orders", Site: "iad"}
-	if got := k.InternalServiceFQDN(); got != "orders-iad-internal.shop.svc" {
-		t.Fatalf("fqdn = %q", got)
 	}
 }
 
@@ -123,8 +118,8 @@ func TestParseErrorsNameLineAndField(t *testing.T) {
 
 func TestWriteFileRoundTrip(t *testing.T) {
 	in, err := New(
-		Entry{Site: SiteKey{"shop", "orders", "pdx"}, MySQL: "127.0.0.1:33062"},
-		Entry{Site: SiteKey{"shop", "orders", "iad"}, MySQL: "127.0.0.1:33061", Sidecar: "127.0.0.1:39001"},
+		Entry{Site: siteaddr.SiteKey{Namespace: "shop", Group: "orders", Site: "pdx"}, MySQL: "127.0.0.1:33062"},
+		Entry{Site: siteaddr.SiteKey{Namespace: "shop", Group: "orders", Site: "iad"}, MySQL: "127.0.0.1:33061", Sidecar: "127.0.0.1:39001"},
 	)
 	if err != nil {
 		t.Fatal(err)
@@ -163,19 +158,8 @@ func TestLoadMissingFileNamesMap(t *testing.T) {
 	}
 }
 
-func TestResolvers(t *testing.T) {
-	k := SiteKey{"shop", "orders", "iad"}
-	c := Cluster{SidecarPort: 9090}
-	if a, _ := c.MySQLAddr(k); a != "orders-iad-internal.shop.svc:3306" {
-		t.Errorf("cluster mysqld = %q", a)
-	}
-	if a, _ := c.SidecarAddr(k); a != "orders-iad-internal.shop.svc:9090" {
-		t.Errorf("cluster sidecar = %q", a)
-	}
-	if _, err := (Cluster{}).SidecarAddr(k); err == nil {
-		t.Error("cluster resolver without a sidecar port must fail")
-	}
-
+func TestMapResolver(t *testing.T) {
+	k := siteaddr.SiteKey{Namespace: "shop", Group: "orders", Site: "iad"}
 	m, err := Parse(strings.NewReader(sample))
 	if err != nil {
 		t.Fatal(err)
@@ -183,10 +167,10 @@ func TestResolvers(t *testing.T) {
 	if a, err := m.MySQLAddr(k); err != nil || a != "127.0.0.1:33061" {
 		t.Errorf("map mysqld = %q, %v", a, err)
 	}
-	if _, err := m.SidecarAddr(SiteKey{"shop", "orders", "pdx"}); err == nil || !strings.Contains(err.Error(), "no sidecar=") {
+	if _, err := m.SidecarAddr(siteaddr.SiteKey{Namespace: "shop", Group: "orders", Site: "pdx"}); err == nil || !strings.Contains(err.Error(), "no sidecar=") {
 		t.Errorf("pdx sidecar err = %v", err)
 	}
-	if _, err := m.MySQLAddr(SiteKey{"shop", "orders", "nrt"}); !errors.Is(err, ErrNotMapped) {
+	if _, err := m.MySQLAddr(siteaddr.SiteKey{Namespace: "shop", Group: "orders", Site: "nrt"}); !errors.Is(err, ErrNotMapped) {
 		t.Errorf("unmapped site err = %v, want ErrNotMapped", err)
 	}
 	var empty Map

@@ -1,11 +1,11 @@
-package deploylease
+package leaserevocation
 
 import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/shipstream/bloodraven/pkg/deploylease"
+	"github.com/shipstream/bloodraven/pkg/leasestore"
 )
 
 // The controller's behaviour against the API server (revocation, Events,
@@ -16,8 +16,8 @@ func TestGroupOfLease(t *testing.T) {
 		labels map[string]string
 		want   string
 	}{
-		{map[string]string{deploylease.LabelGroup: "orders"}, "db/orders"},
-		{map[string]string{deploylease.LabelMutexGroup: "orders"}, "db/orders"},
+		{map[string]string{leasestore.LabelGroup: "orders"}, "db/orders"},
+		{map[string]string{leasestore.LabelMutexGroup: "orders"}, "db/orders"},
 		{map[string]string{"app": "leader-election"}, ""},
 		{nil, ""},
 	} {

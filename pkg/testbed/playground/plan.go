@@ -10,7 +10,8 @@ import (
 
 	"github.com/shipstream/bloodraven/e2e/framework"
 	"github.com/shipstream/bloodraven/pkg/apis/shipstream/v1alpha1"
-	"github.com/shipstream/bloodraven/pkg/devaddr"
+	"github.com/shipstream/bloodraven/pkg/devsitemap"
+	"github.com/shipstream/bloodraven/pkg/siteaddr"
 )
 
 // SitePlan is where one site's data plane listens: fixed before anything
@@ -83,15 +84,15 @@ func planSites(namespace string, g *v1alpha1.MysqlFailoverGroup) ([]SitePlan, er
 }
 
 // addressMap is the development site-address map of the plan.
-func addressMap(namespace, group string, sites []SitePlan) (*devaddr.Map, error) {
-	var entries []devaddr.Entry
+func addressMap(namespace, group string, sites []SitePlan) (*devsitemap.Map, error) {
+	var entries []devsitemap.Entry
 	for _, s := range sites {
-		entries = append(entries, devaddr.Entry{
-			Site:  devaddr.SiteKey{Namespace: namespace, Group: group, Site: s.Name},
+		entries = append(entries, devsitemap.Entry{
+			Site:  siteaddr.SiteKey{Namespace: namespace, Group: group, Site: s.Name},
 			MySQL: s.MySQLAddr, Sidecar: s.SidecarAddr,
 		})
 	}
-	return devaddr.New(entries...)
+	return devsitemap.New(entries...)
 }
 
 func uuidFor(s string) string {

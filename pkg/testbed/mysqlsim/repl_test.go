@@ -8,10 +8,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/shipstream/bloodraven/pkg/devaddr"
+	"github.com/shipstream/bloodraven/pkg/devsitemap"
 	"github.com/shipstream/bloodraven/pkg/gtid"
-	"github.com/shipstream/bloodraven/pkg/mysqlsim"
-	"github.com/shipstream/bloodraven/pkg/mysqlsim/simtest"
+	"github.com/shipstream/bloodraven/pkg/siteaddr"
+	"github.com/shipstream/bloodraven/pkg/testbed/mysqlsim"
+	"github.com/shipstream/bloodraven/pkg/testbed/mysqlsim/simtest"
 )
 
 func adminDB(t *testing.T, s *mysqlsim.Server) *sql.DB {
@@ -299,8 +300,8 @@ func TestReceiverConnectErrors(t *testing.T) {
 // development site-address map.
 func TestSourceHostResolvedThroughSiteMap(t *testing.T) {
 	src := simtest.Start(t, mysqlsim.Config{})
-	key := devaddr.SiteKey{Namespace: "shop", Group: "orders", Site: "iad"}
-	m, err := devaddr.New(devaddr.Entry{Site: key, MySQL: src.Addr()})
+	key := siteaddr.SiteKey{Namespace: "shop", Group: "orders", Site: "iad"}
+	m, err := devsitemap.New(devsitemap.Entry{Site: key, MySQL: src.Addr()})
 	if err != nil {
 		t.Fatal(err)
 	}

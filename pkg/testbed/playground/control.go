@@ -8,7 +8,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/shipstream/bloodraven/pkg/faultproxy"
+	"github.com/shipstream/bloodraven/pkg/testbed/faultproxy"
 )
 
 // ControlHandler is the playground's own fault API (loopback only), for

@@ -1,11 +1,11 @@
-// Package deploylease is the deploy-lease controller: it revokes a group's
+// Package leaserevocation is the deploy-lease controller: it revokes a group's
 // deployment leases when the group's status.topologyGeneration moves past
 // the generation they were granted at (TopologyChanged) and when an
 // administrator sets the revoke annotation (OperatorRevoked, after which the
 // annotation is cleared), and it records expiry. Each revocation emits the
 // Event DeploymentLeaseRevoked on the group and counts in
 // bloodraven_deploy_lease_revocations_total{reason}.
-package deploylease
+package leaserevocation
 
 import (
 	"context"
@@ -29,7 +29,7 @@ import (
 	shiplisters "github.com/shipstream/bloodraven/generated/listers/shipstream/v1alpha1"
 	v1alpha1 "github.com/shipstream/bloodraven/pkg/apis/shipstream/v1alpha1"
 	"github.com/shipstream/bloodraven/pkg/controller"
-	"github.com/shipstream/bloodraven/pkg/deploylease"
+	"github.com/shipstream/bloodraven/pkg/leasestore"
 	"github.com/shipstream/bloodraven/pkg/events"
 	"github.com/shipstream/bloodraven/pkg/metrics"
 )
@@ -43,7 +43,7 @@ const QueueName = "deploy-lease"
 
 // Config wires the controller.
 type Config struct {
-	Store      *deploylease.Store
+	Store      *leasestore.Store
 	Shipstream versioned.Interface
 	// Groups are the shared MysqlFailoverGroup informers, one per watched
 	// namespace factory (one when the operator watches all namespaces).
@@ -75,7 +75,7 @@ type Controller struct {
 // informers after it, then Run.
 func New(cfg Config) (*Controller, error) {
 	if cfg.Store == nil || cfg.Shipstream == nil || len(cfg.Groups) == 0 || cfg.Recorder == nil {
-		return nil, errors.New("deploylease controller: Store, Shipstream, Groups and Recorder are required")
+		return nil, errors.New("leaserevocation controller: Store, Shipstream, Groups and Recorder are required")
 	}
 	c := &Controller{cfg: cfg, log: cfg.Logger, now: cfg.Now}
 	for _, g := range cfg.Groups {
@@ -92,12 +92,12 @@ func New(cfg Config) (*Controller, error) {
 		Name:      "deploy_lease_revocations_total",
 		Help:      "Deployment leases revoked, by reason (TopologyChanged, OperatorRevoked).",
 	}, []string{"reason"})
-	for _, r := range []deploylease.Reason{deploylease.ReasonTopologyChanged, deploylease.ReasonOperatorRevoked} {
+	for _, r := range []leasestore.Reason{leasestore.ReasonTopologyChanged, leasestore.ReasonOperatorRevoked} {
 		c.revocations.WithLabelValues(string(r))
 	}
 	if cfg.Registerer != nil {
 		if err := cfg.Registerer.Register(c.revocations); err != nil {
-			return nil, fmt.Errorf("deploylease controller: register metrics: %w", err)
+			return nil, fmt.Errorf("leaserevocation controller: register metrics: %w", err)
 		}
 	}
 	loop, err := controller.New(controller.Options{
@@ -126,7 +126,7 @@ func (c *Controller) Revocations() *prometheus.CounterVec { return c.revocations
 // groupOfLease maps a deployment lease record or mutex to its group.
 func groupOfLease(o metav1.Object) []controller.Key {
 	l := o.GetLabels()
-	for _, k := range []string{deploylease.LabelGroup, deploylease.LabelMutexGroup} {
+	for _, k := range []string{leasestore.LabelGroup, leasestore.LabelMutexGroup} {
 		if g := l[k]; g != "" {
 			return []controller.Key{cache.NewObjectName(o.GetNamespace(), g)}
 		}
@@ -143,7 +143,7 @@ func (c *Controller) Reconcile(ctx context.Context, key controller.Key) (control
 	if err != nil {
 		return controller.Result{}, err
 	}
-	ref := deploylease.GroupRef{Namespace: g.Namespace, Name: g.Name, UID: g.UID}
+	ref := leasestore.GroupRef{Namespace: g.Namespace, Name: g.Name, UID: g.UID}
 	if _, ok := g.Annotations[RevokeAnnotation]; ok {
 		if err := c.revokeByAnnotation(ctx, ref); err != nil {
 			return controller.Result{}, err
@@ -152,10 +152,10 @@ func (c *Controller) Reconcile(ctx context.Context, key controller.Key) (control
 	// Only leases granted at an older generation: a lister that lags the
 	// API server must never revoke a lease granted at a newer one.
 	gen := g.Status.TopologyGeneration
-	revoked, err := c.cfg.Store.Revoke(ctx, ref, deploylease.ReasonTopologyChanged, func(r deploylease.Record) bool {
+	revoked, err := c.cfg.Store.Revoke(ctx, ref, leasestore.ReasonTopologyChanged, func(r leasestore.Record) bool {
 		return r.TopologyGeneration < gen
 	})
-	c.report(g, revoked, deploylease.ReasonTopologyChanged, gen)
+	c.report(g, revoked, leasestore.ReasonTopologyChanged, gen)
 	if err != nil {
 		return controller.Result{}, err
 	}
@@ -187,7 +187,7 @@ func (c *Controller) group(key controller.Key) (*v1alpha1.MysqlFailoverGroup, er
 // revokeByAnnotation rereads the group from the API server (the lister may
 // still show an annotation already handled), revokes every lease, and only
 // then removes the annotation, under a resourceVersion precondition.
-func (c *Controller) revokeByAnnotation(ctx context.Context, ref deploylease.GroupRef) error {
+func (c *Controller) revokeByAnnotation(ctx context.Context, ref leasestore.GroupRef) error {
 	fresh, err := c.cfg.Shipstream.ShipstreamV1alpha1().MysqlFailoverGroups(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
 	if err != nil {
 		return client404ToNil(err)
@@ -195,8 +195,8 @@ func (c *Controller) revokeByAnnotation(ctx context.Context, ref deploylease.Gro
 	if _, ok := fresh.Annotations[RevokeAnnotation]; !ok {
 		return nil
 	}
-	revoked, err := c.cfg.Store.Revoke(ctx, ref, deploylease.ReasonOperatorRevoked, func(deploylease.Record) bool { return true })
-	c.report(fresh, revoked, deploylease.ReasonOperatorRevoked, fresh.Status.TopologyGeneration)
+	revoked, err := c.cfg.Store.Revoke(ctx, ref, leasestore.ReasonOperatorRevoked, func(leasestore.Record) bool { return true })
+	c.report(fresh, revoked, leasestore.ReasonOperatorRevoked, fresh.Status.TopologyGeneration)
 	if err != nil {
 		return err
 	}
@@ -220,11 +220,11 @@ func client404ToNil(err error) error {
 
 // report emits one Event and one count per revoked lease. Messages name the
 // kind, operation, instance and reason; never a token or hash.
-func (c *Controller) report(g *v1alpha1.MysqlFailoverGroup, revoked []deploylease.Record, reason deploylease.Reason, gen int64) {
+func (c *Controller) report(g *v1alpha1.MysqlFailoverGroup, revoked []leasestore.Record, reason leasestore.Reason, gen int64) {
 	for _, r := range revoked {
 		c.revocations.WithLabelValues(string(reason)).Inc()
 		msg := fmt.Sprintf("Deployment lease %s of operation %s (instance %s) revoked: %s", r.Kind, r.OperationID, r.Instance, reason)
-		if reason == deploylease.ReasonTopologyChanged {
+		if reason == leasestore.ReasonTopologyChanged {
 			msg += fmt.Sprintf(" (granted at topologyGeneration %d, now %d)", r.TopologyGeneration, gen)
 		}
 		c.cfg.Recorder.Event(g, corev1.EventTypeNormal, events.DeploymentLeaseRevoked, msg)

@@ -18,7 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/shipstream/bloodraven/e2e/framework"
-	"github.com/shipstream/bloodraven/pkg/devaddr"
+	"github.com/shipstream/bloodraven/pkg/devsitemap"
 	"github.com/shipstream/bloodraven/pkg/protocol"
 	"github.com/shipstream/bloodraven/pkg/render"
 )
@@ -315,7 +315,7 @@ func (a *NodeAgent) startSidecarLocked(ctx context.Context, s *siteRuntime, pod 
 	env = append(env,
 		"BLOODRAVEN_LISTEN_ADDR="+s.plan.SidecarAddr,
 		"BLOODRAVEN_OPERATOR_ENDPOINT="+operator,
-		devaddr.EnvVar+"="+mapPath,
+		devsitemap.EnvVar+"="+mapPath,
 	)
 	p, err := framework.StartProcess("sidecar-"+s.plan.Name, "bloodraven-sidecar", nil, env,
 		filepath.Join(a.dir, "sidecar-"+s.plan.Name+".log"))

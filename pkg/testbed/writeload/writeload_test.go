@@ -10,9 +10,9 @@ import (
 
 	"github.com/shipstream/bloodraven/pkg/gtid"
 	"github.com/shipstream/bloodraven/pkg/mysql"
-	"github.com/shipstream/bloodraven/pkg/mysqlsim"
-	"github.com/shipstream/bloodraven/pkg/mysqlsim/simtest"
-	"github.com/shipstream/bloodraven/pkg/writeload"
+	"github.com/shipstream/bloodraven/pkg/testbed/mysqlsim"
+	"github.com/shipstream/bloodraven/pkg/testbed/mysqlsim/simtest"
+	"github.com/shipstream/bloodraven/pkg/testbed/writeload"
 )
 
 func opts(s *mysqlsim.Server) mysql.Options {

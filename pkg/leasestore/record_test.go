@@ -1,4 +1,4 @@
-package deploylease
+package leasestore
 
 import (
 	"errors"

@@ -1,4 +1,4 @@
-package devaddr
+package siteaddr
 
 import (
 	"fmt"
@@ -8,7 +8,7 @@ import (
 
 // Resolver tells the operator which address to dial for a site's mysqld and
 // sidecar. Production uses Cluster (the internal Service); the playground and
-// the tests use a Map.
+// the tests use the development map (package devsitemap).
 type Resolver interface {
 	MySQLAddr(k SiteKey) (string, error)
 	SidecarAddr(k SiteKey) (string, error)
@@ -33,28 +33,4 @@ func (c Cluster) SidecarAddr(k SiteKey) (string, error) {
 	return net.JoinHostPort(k.InternalServiceFQDN(), strconv.Itoa(c.SidecarPort)), nil
 }
 
-// MySQLAddr returns the mapped mysqld address of a site.
-func (m *Map) MySQLAddr(k SiteKey) (string, error) {
-	e, ok := m.Lookup(k)
-	if !ok {
-		return "", fmt.Errorf("site %s: %w", k, ErrNotMapped)
-	}
-	return e.MySQL, nil
-}
-
-// SidecarAddr returns the mapped sidecar address of a site.
-func (m *Map) SidecarAddr(k SiteKey) (string, error) {
-	e, ok := m.Lookup(k)
-	if !ok {
-		return "", fmt.Errorf("site %s: %w", k, ErrNotMapped)
-	}
-	if e.Sidecar == "" {
-		return "", fmt.Errorf("site %s: no sidecar= address in the development site-address map", k)
-	}
-	return e.Sidecar, nil
-}
-
-var (
-	_ Resolver = Cluster{}
-	_ Resolver = (*Map)(nil)
-)
+var _ Resolver = Cluster{}

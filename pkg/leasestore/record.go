@@ -1,4 +1,4 @@
-// Package deploylease is the durable store of the deployment API's leases.
+// Package leasestore is the durable store of the deployment API's leases.
 //
 // Every deployment lease (a migration lease or a failover hold of one
 // operation) is one coordination.k8s.io/v1 Lease object in the group's
@@ -13,7 +13,7 @@
 // when. Every change to it is an update with a resourceVersion precondition,
 // so two operator processes that share no memory still agree on one holder:
 // the API server refuses the second writer, which then rereads.
-package deploylease
+package leasestore
 
 import (
 	"crypto/sha256"
@@ -168,7 +168,7 @@ func durationProjection(renew, expires time.Time) int32 {
 func encode(v any) string {
 	b, err := json.Marshal(v)
 	if err != nil {
-		panic(fmt.Sprintf("deploylease: encode: %v", err)) // plain structs never fail
+		panic(fmt.Sprintf("leasestore: encode: %v", err)) // plain structs never fail
 	}
 	return string(b)
 }

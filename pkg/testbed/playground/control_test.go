@@ -6,8 +6,8 @@ import (
 	"net/http/httptest"
 	"testing"
 
-	"github.com/shipstream/bloodraven/pkg/devaddr"
-	"github.com/shipstream/bloodraven/pkg/faultproxy"
+	"github.com/shipstream/bloodraven/pkg/devsitemap"
+	"github.com/shipstream/bloodraven/pkg/testbed/faultproxy"
 )
 
 // A playground's links without the rest of it: three sites, proxies on
@@ -110,7 +110,7 @@ func TestEveryProcessGetsItsOwnMap(t *testing.T) {
 }
 
 func loadMap(path string) (map[string][2]string, error) {
-	m, err := devaddr.Load(path)
+	m, err := devsitemap.Load(path)
 	if err != nil {
 		return nil, err
 	}

@@ -5,8 +5,9 @@ import (
 	"path/filepath"
 	"sort"
 
-	"github.com/shipstream/bloodraven/pkg/devaddr"
-	"github.com/shipstream/bloodraven/pkg/faultproxy"
+	"github.com/shipstream/bloodraven/pkg/devsitemap"
+	"github.com/shipstream/bloodraven/pkg/siteaddr"
+	"github.com/shipstream/bloodraven/pkg/testbed/faultproxy"
 )
 
 // links puts a fault proxy on every link between the operator and the
@@ -52,10 +53,10 @@ func newLinks(dir, namespace, group string, sites []SitePlan, operatorAux string
 			l.close()
 		}
 	}()
-	key := func(site string) devaddr.SiteKey {
-		return devaddr.SiteKey{Namespace: namespace, Group: group, Site: site}
+	key := func(site string) siteaddr.SiteKey {
+		return siteaddr.SiteKey{Namespace: namespace, Group: group, Site: site}
 	}
-	var opEntries []devaddr.Entry
+	var opEntries []devsitemap.Entry
 	for _, s := range sites {
 		mysqlAddr, err := l.add("operator-mysql-"+s.Name, s.MySQLAddr)
 		if err != nil {
@@ -65,7 +66,7 @@ func newLinks(dir, namespace, group string, sites []SitePlan, operatorAux string
 		if err != nil {
 			return nil, err
 		}
-		opEntries = append(opEntries, devaddr.Entry{Site: key(s.Name), MySQL: mysqlAddr, Sidecar: sidecarAddr})
+		opEntries = append(opEntries, devsitemap.Entry{Site: key(s.Name), MySQL: mysqlAddr, Sidecar: sidecarAddr})
 		if l.sidecarOperator[s.Name], err = l.add("sidecar-"+s.Name+"-operator", operatorAux); err != nil {
 			return nil, err
 		}
@@ -74,9 +75,9 @@ func newLinks(dir, namespace, group string, sites []SitePlan, operatorAux string
 		return nil, err
 	}
 	for _, a := range sites {
-		var entries []devaddr.Entry
+		var entries []devsitemap.Entry
 		for _, b := range sites {
-			e := devaddr.Entry{Site: key(b.Name), MySQL: b.MySQLAddr, Sidecar: b.SidecarAddr}
+			e := devsitemap.Entry{Site: key(b.Name), MySQL: b.MySQLAddr, Sidecar: b.SidecarAddr}
 			if a.Name != b.Name {
 				if e.Sidecar, err = l.add("sidecar-"+a.Name+"-sidecar-"+b.Name, b.SidecarAddr); err != nil {
 					return nil, err
@@ -91,8 +92,8 @@ func newLinks(dir, namespace, group string, sites []SitePlan, operatorAux string
 	return l, nil
 }
 
-func writeMap(path string, entries []devaddr.Entry) (string, error) {
-	m, err := devaddr.New(entries...)
+func writeMap(path string, entries []devsitemap.Entry) (string, error) {
+	m, err := devsitemap.New(entries...)
 	if err != nil {
 		return "", err
 	}

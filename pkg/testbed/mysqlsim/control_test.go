@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/shipstream/bloodraven/pkg/mysqlsim"
-	"github.com/shipstream/bloodraven/pkg/mysqlsim/simtest"
+	"github.com/shipstream/bloodraven/pkg/testbed/mysqlsim"
+	"github.com/shipstream/bloodraven/pkg/testbed/mysqlsim/simtest"
 )
 
 func TestControlAPI(t *testing.T) {

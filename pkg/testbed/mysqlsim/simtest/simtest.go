@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/shipstream/bloodraven/pkg/mysqlsim"
+	"github.com/shipstream/bloodraven/pkg/testbed/mysqlsim"
 )
 
 // Test accounts every server started by Start has.

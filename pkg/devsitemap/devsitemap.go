@@ -1,4 +1,4 @@
-// Package devaddr reads and writes the development site-address map: a small
+// Package devsitemap reads and writes the development site-address map: a small
 // text file that tells the operator, the sidecars and the MySQL simulators
 // where each site of a failover group really listens when there is no cluster
 // network (the local playground and the tests).
@@ -19,7 +19,7 @@
 //	<namespace>/<group>/<site> mysqld=<host:port> [sidecar=<host:port>]
 //
 // The map is development-only; the operator ignores it unless its flag is set.
-package devaddr
+package devsitemap
 
 import (
 	"bufio"
@@ -34,86 +34,30 @@ import (
 	"strconv"
 	"strings"
 
-	"k8s.io/apimachinery/pkg/util/validation"
+	"github.com/shipstream/bloodraven/pkg/siteaddr"
 )
 
 // EnvVar names the environment variable through which every process (operator,
 // sidecar, simulator) is told the map's path. The operator's flag defaults to it.
 const EnvVar = "BLOODRAVEN_DEV_SITE_ADDRESSES"
 
-// MySQLPort is the port mysqld listens on behind a site's internal Service in
-// a cluster; a SOURCE_PORT of this value on a mapped FQDN means "that site's mysqld".
-const MySQLPort = 3306
-
-// SiteKey names one site of one failover group.
-type SiteKey struct {
-	Namespace string
-	Group     string
-	Site      string
-}
-
-// String renders the key as the file writes it: namespace/group/site.
-func (k SiteKey) String() string { return k.Namespace + "/" + k.Group + "/" + k.Site }
-
-// InternalServiceFQDN is the in-cluster DNS name of the site's internal Service,
-// the name the operator puts in SOURCE_HOST.
-func (k SiteKey) InternalServiceFQDN() string {
-	return InternalServiceName(k.Group, k.Site) + "." + k.Namespace + ".svc"
-}
-
-// InternalServiceName is the name of a site's internal Service object.
-func InternalServiceName(group, site string) string { return group + "-" + site + "-internal" }
-
-// ParseSiteKey reads namespace/group/site and validates each part with the
-// same naming rules the CRDs enforce.
-func ParseSiteKey(s string) (SiteKey, error) {
-	parts := strings.Split(s, "/")
-	if len(parts) != 3 {
-		return SiteKey{}, fmt.Errorf("site key %q: want namespace/group/site", s)
-	}
-	k := SiteKey{Namespace: parts[0], Group: parts[1], Site: parts[2]}
-	return k, k.Validate()
-}
-
-// Validate checks the key's parts: a namespace is a DNS label, a group a
-// DNS-1035 label, a site a DNS label of at most 20 characters, and group plus
-// site at most 41 characters (they form the site's Service names).
-func (k SiteKey) Validate() error {
-	if errs := validation.IsDNS1123Label(k.Namespace); len(errs) > 0 {
-		return fmt.Errorf("site key %q: namespace %q: %s", k, k.Namespace, strings.Join(errs, "; "))
-	}
-	if errs := validation.IsDNS1035Label(k.Group); len(errs) > 0 {
-		return fmt.Errorf("site key %q: group %q: %s", k, k.Group, strings.Join(errs, "; "))
-	}
-	if errs := validation.IsDNS1123Label(k.Site); len(errs) > 0 || len(k.Site) > 20 {
-		if len(errs) == 0 {
-			errs = []string{"must be no more than 20 characters"}
-		}
-		return fmt.Errorf("site key %q: site %q: %s", k, k.Site, strings.Join(errs, "; "))
-	}
-	if len(k.Group)+len(k.Site) > 41 {
-		return fmt.Errorf("site key %q: group and site names together must be no more than 41 characters", k)
-	}
-	return nil
-}
-
 // Entry is one site's line: where its mysqld and (optionally) its sidecar listen.
 type Entry struct {
-	Site    SiteKey
+	Site    siteaddr.SiteKey
 	MySQL   string // host:port of mysqld (or its simulator)
 	Sidecar string // host:port of the sidecar; empty when none runs
 }
 
 // Map is a parsed, validated address map. The zero value is empty and usable.
 type Map struct {
-	bySite map[SiteKey]Entry
-	byFQDN map[string]SiteKey
+	bySite map[siteaddr.SiteKey]Entry
+	byFQDN map[string]siteaddr.SiteKey
 }
 
 // New builds a map from entries, validating them as Parse does.
 func New(entries ...Entry) (*Map, error) {
-	m := &Map{bySite: map[SiteKey]Entry{}, byFQDN: map[string]SiteKey{}}
-	mysqlOwner := map[string]SiteKey{}
+	m := &Map{bySite: map[siteaddr.SiteKey]Entry{}, byFQDN: map[string]siteaddr.SiteKey{}}
+	mysqlOwner := map[string]siteaddr.SiteKey{}
 	for _, e := range entries {
 		if err := m.add(e, mysqlOwner); err != nil {
 			return nil, err
@@ -122,7 +66,7 @@ func New(entries ...Entry) (*Map, error) {
 	return m, nil
 }
 
-func (m *Map) add(e Entry, mysqlOwner map[string]SiteKey) error {
+func (m *Map) add(e Entry, mysqlOwner map[string]siteaddr.SiteKey) error {
 	if err := e.Site.Validate(); err != nil {
 		return err
 	}
@@ -193,7 +137,7 @@ func Parse(r io.Reader) (*Map, error) {
 
 func parseLine(text string) (Entry, error) {
 	fields := strings.Fields(text)
-	key, err := ParseSiteKey(fields[0])
+	key, err := siteaddr.ParseSiteKey(fields[0])
 	if err != nil {
 		return Entry{}, err
 	}
@@ -247,7 +191,7 @@ func (m *Map) Entries() []Entry {
 }
 
 // Lookup returns the entry of one site.
-func (m *Map) Lookup(k SiteKey) (Entry, bool) {
+func (m *Map) Lookup(k siteaddr.SiteKey) (Entry, bool) {
 	e, ok := m.bySite[k]
 	return e, ok
 }
@@ -269,7 +213,7 @@ func (m *Map) LookupHost(host string) (Entry, bool) {
 // address to dial. A mapped internal Service FQDN on the in-cluster MySQL
 // port resolves to that site's mysqld address; anything else is dialed as given.
 func (m *Map) ResolveMySQL(host string, port int) string {
-	if e, ok := m.LookupHost(host); ok && (port == MySQLPort || port == 0) {
+	if e, ok := m.LookupHost(host); ok && (port == siteaddr.MySQLPort || port == 0) {
 		return e.MySQL
 	}
 	return net.JoinHostPort(host, strconv.Itoa(port))
@@ -295,7 +239,7 @@ func (m *Map) Write(w io.Writer) error {
 // WriteFile writes the map to path atomically (write to a temporary file in
 // the same directory, then rename), so a reader never sees half a file.
 func (m *Map) WriteFile(path string) (err error) {
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".devaddr-*")
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".devsitemap-*")
 	if err != nil {
 		return err
 	}
@@ -316,3 +260,26 @@ func (m *Map) WriteFile(path string) (err error) {
 
 // ErrNotMapped is returned by the Map resolver for a site the file does not list.
 var ErrNotMapped = errors.New("site is not in the development site-address map")
+
+// MySQLAddr returns the mapped mysqld address of a site.
+func (m *Map) MySQLAddr(k siteaddr.SiteKey) (string, error) {
+	e, ok := m.Lookup(k)
+	if !ok {
+		return "", fmt.Errorf("site %s: %w", k, ErrNotMapped)
+	}
+	return e.MySQL, nil
+}
+
+// SidecarAddr returns the mapped sidecar address of a site.
+func (m *Map) SidecarAddr(k siteaddr.SiteKey) (string, error) {
+	e, ok := m.Lookup(k)
+	if !ok {
+		return "", fmt.Errorf("site %s: %w", k, ErrNotMapped)
+	}
+	if e.Sidecar == "" {
+		return "", fmt.Errorf("site %s: no sidecar= address in the development site-address map", k)
+	}
+	return e.Sidecar, nil
+}
+
+var _ siteaddr.Resolver = (*Map)(nil)

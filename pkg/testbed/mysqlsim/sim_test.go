@@ -13,8 +13,8 @@ import (
 	driver "github.com/go-sql-driver/mysql"
 
 	"github.com/shipstream/bloodraven/pkg/gtid"
-	"github.com/shipstream/bloodraven/pkg/mysqlsim"
-	"github.com/shipstream/bloodraven/pkg/mysqlsim/simtest"
+	"github.com/shipstream/bloodraven/pkg/testbed/mysqlsim"
+	"github.com/shipstream/bloodraven/pkg/testbed/mysqlsim/simtest"
 )
 
 // mode is one combination of the DSN options the product uses.
