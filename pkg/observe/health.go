@@ -10,7 +10,11 @@
 // (Health.Next, Cadence) are pure functions; Tracker does the I/O.
 package observe
 
-import "time"
+import (
+	"time"
+
+	"github.com/shipstream/bloodraven/pkg/apis/shipstream/v1alpha1"
+)
 
 // Reachability is what the polls say about a site.
 type Reachability string
@@ -36,14 +40,14 @@ type Thresholds struct {
 	Recovery int
 }
 
-// normalized replaces values below 1 with the CRD defaults (3 and 2), so a
-// zero Thresholds behaves like an unset spec.
+// normalized replaces values below 1 with the CRD defaults, so a zero
+// Thresholds behaves like an unset spec.
 func (t Thresholds) normalized() Thresholds {
 	if t.Failure < 1 {
-		t.Failure = 3
+		t.Failure = int(v1alpha1.DefaultFailureThreshold)
 	}
 	if t.Recovery < 1 {
-		t.Recovery = 2
+		t.Recovery = int(v1alpha1.DefaultRecoveryThreshold)
 	}
 	return t
 }
@@ -116,7 +120,7 @@ func GroupCadence(base time.Duration, t Thresholds, sites ...Health) time.Durati
 func Cadence(base time.Duration, t Thresholds, sites ...Health) time.Duration {
 	t = t.normalized()
 	if base <= 0 {
-		base = 2 * time.Second
+		base = v1alpha1.DefaultPollInterval
 	}
 	limit := max(BackoffCap, base)
 	beyond := 0

@@ -6,7 +6,9 @@ import "time"
 // same deadline the sidecar keeps (docs/sidecar.md derives it).
 
 // The sidecar's timers when spec.sidecar leaves them out (the CRD's
-// defaults, and the sidecar binary's when its environment has none).
+// defaults, and the sidecar binary's when its environment has none). A copy
+// of v1alpha1.DefaultLeaseTimeout and DefaultPeerCheckInterval, so the
+// sidecar does not link the API types; a v1alpha1 test keeps them equal.
 const (
 	DefaultLeaseTimeout      = 15 * time.Second
 	DefaultPeerCheckInterval = 2 * time.Second

@@ -21,7 +21,7 @@ func DNSEndpoint(g *v1alpha1.MysqlFailoverGroup) *unstructured.Unstructured {
 	if i < 0 || g.Spec.Sites[i].LoadBalancerIP == "" || g.Spec.Sites[i].Role == v1alpha1.SiteRoleReadOnly {
 		return nil
 	}
-	ttl := DefaultTTLSeconds
+	ttl := v1alpha1.DefaultDNSTTLSeconds
 	if g.Spec.DNS.TTLSeconds != nil {
 		ttl = *g.Spec.DNS.TTLSeconds
 	}

@@ -19,14 +19,6 @@ import (
 	"github.com/shipstream/bloodraven/pkg/siteaddr"
 )
 
-// Defaults applied when a field the CRD defaults is unset (an object built in
-// code rather than read from the API server).
-const (
-	DefaultImage                         = "mysql:9.7"
-	DefaultTerminationGracePeriodSeconds = int64(60)
-	DefaultTTLSeconds                    = int32(60)
-)
-
 // Container names in a MySQL pod.
 const (
 	ContainerMySQL   = "mysql"
@@ -185,13 +177,13 @@ func mergeUnder(user, operator map[string]string) map[string]string {
 func podTemplate(g *v1alpha1.MysqlFailoverGroup, i int, cfg Config, cnfHash string) corev1.PodTemplateSpec {
 	site := g.Spec.Sites[i]
 	spec := g.Spec
-	grace := DefaultTerminationGracePeriodSeconds
+	grace := v1alpha1.DefaultTerminationGracePeriodSeconds
 	if spec.TerminationGracePeriodSeconds != nil {
 		grace = *spec.TerminationGracePeriodSeconds
 	}
 	image := spec.Image
 	if image == "" {
-		image = DefaultImage
+		image = v1alpha1.DefaultImage
 	}
 
 	volumes := []corev1.Volume{{
