@@ -21,7 +21,6 @@ import (
 	"github.com/shipstream/bloodraven/generated/clientset/versioned"
 	"github.com/shipstream/bloodraven/pkg/apis/shipstream/v1alpha1"
 	"github.com/shipstream/bloodraven/pkg/controllers/leaserevocation"
-	"github.com/shipstream/bloodraven/pkg/events"
 )
 
 // apiAudience is the API server's own token audience (its issuer).
@@ -84,7 +83,7 @@ func TestOperatorRunsWithTheInstalledRBAC(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitUntil(t, "a DatabaseGroupResolved Event", 30*time.Second, func() bool {
-		list, err := cp.Client().CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("reason", events.DatabaseGroupResolved).String()})
+		list, err := cp.Client().CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("reason", v1alpha1.EventDatabaseGroupResolved).String()})
 		return err == nil && len(list.Items) > 0
 	})
 	// The topology controller added its finalizer (update) and created each
@@ -177,7 +176,7 @@ func revokeByAnnotation(t *testing.T, ship versioned.Interface, ns, group string
 		t.Fatal(err)
 	}
 	waitUntil(t, "a DeploymentLeaseRevoked Event", 30*time.Second, func() bool {
-		list, err := cp.Client().CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("reason", events.DeploymentLeaseRevoked).String()})
+		list, err := cp.Client().CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("reason", v1alpha1.EventDeploymentLeaseRevoked).String()})
 		return err == nil && len(list.Items) > 0
 	})
 	waitUntil(t, "the revoke annotation to be cleared", 30*time.Second, func() bool {

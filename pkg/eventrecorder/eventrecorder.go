@@ -1,11 +1,7 @@
-// Package events holds the Kubernetes Event reasons Bloodraven records and
-// builds the process's Event recorder.
-//
-// Every reason has the form <Subject><PastTenseVerb>, optionally followed by
-// a qualifier naming the cause (PromotionRefusedReclonePending), and each
-// reason is always recorded with the same type (Normal or Warning), noted
-// beside it. Messages never carry secrets.
-package events
+// Package eventrecorder builds the operator's Kubernetes Event recorder.
+// The reasons it records are defined in package v1alpha1 (events.go) and
+// listed in docs/events.md; messages never carry secrets.
+package eventrecorder
 
 import (
 	"context"
@@ -19,67 +15,6 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	shipstreamscheme "github.com/shipstream/bloodraven/generated/clientset/versioned/scheme"
-	"github.com/shipstream/bloodraven/pkg/topology"
-)
-
-// Reasons of MysqlDatabase Events.
-const (
-	// DatabaseGroupResolved (Normal): the referenced MysqlFailoverGroup exists.
-	DatabaseGroupResolved = "DatabaseGroupResolved"
-	// DatabaseGroupLost (Warning): the referenced MysqlFailoverGroup was deleted.
-	DatabaseGroupLost = "DatabaseGroupLost"
-	// DatabaseDropRefused (Warning): another MysqlDatabase still declares the schema.
-	DatabaseDropRefused = "DatabaseDropRefused"
-	// DatabaseDropSkipped (Normal): there was nothing to drop.
-	DatabaseDropSkipped = "DatabaseDropSkipped"
-	// OwnerUserDropSkipped (Warning): another MysqlDatabase still claims the owner user.
-	OwnerUserDropSkipped = "OwnerUserDropSkipped"
-)
-
-// Reasons of the deployment API and planned failover (seed 000, v1.7.0 names).
-// The planned-failover reasons the operator records are defined where they
-// are decided (package topology) and only named here, so there is one
-// spelling.
-const (
-	DeploymentLeaseRevoked                   = "DeploymentLeaseRevoked"                    // Normal
-	PlannedFailoverStarted                   = topology.EventPlannedFailoverStarted        // Normal
-	PlannedFailoverSkipped                   = "PlannedFailoverSkipped"                    // Normal
-	PlannedFailoverRejected                  = topology.EventPlannedFailoverRejected       // Warning
-	PlannedFailoverDeferred                  = topology.EventPlannedFailoverDeferred       // Normal
-	PlannedFailoverFailed                    = topology.EventPlannedFailoverFailed         // Warning
-	PlannedFailoverDrainStarted              = topology.EventPlannedFailoverDrainStarted   // Normal
-	PlannedFailoverTargetCaughtUp            = topology.EventPlannedFailoverTargetCaughtUp // Normal
-	PlannedFailoverSucceeded                 = topology.EventPlannedFailoverSucceeded      // Normal
-	PlannedFailoverRollbackStarted           = topology.EventPlannedFailoverRollbackStarted
-	PlannedFailoverHoldAcknowledgmentIgnored = "PlannedFailoverHoldAcknowledgmentIgnored"
-)
-
-// Reasons renamed by v1.7.0 (seed 003's Events table), kept here so every
-// controller uses one spelling.
-const (
-	OldPrimaryRecovered                 = "OldPrimaryRecovered"
-	PromotionRefusedReclonePending      = "PromotionRefusedReclonePending"
-	KeyringPhaseChanged                 = "KeyringPhaseChanged"
-	KeyringEscrowTimedOut               = "KeyringEscrowTimedOut"
-	KeyringRotationRejected             = "KeyringRotationRejected"
-	PITRArchiveRecovered                = "PITRArchiveRecovered"
-	PITRReplayTruncated                 = "PITRReplayTruncated"
-	PITRArchiveKeySnapshotReadFailed    = "PITRArchiveKeySnapshotReadFailed"
-	PITRArchiveStampSkipped             = "PITRArchiveStampSkipped"
-	DragonflyPromotionSucceeded         = "DragonflyPromotionSucceeded"
-	DragonflySessionsLost               = "DragonflySessionsLost"
-	DragonflyUpgradeSucceeded           = "DragonflyUpgradeSucceeded"
-	DragonflySyncTimedOut               = "DragonflySyncTimedOut"
-	DragonflyPromotionDeferred          = "DragonflyPromotionDeferred"
-	DragonflyUpgradeDeferred            = "DragonflyUpgradeDeferred"
-	RestoreInPlaceCanceled              = "RestoreInPlaceCanceled"
-	RestoreInPlaceConfirmIgnored        = "RestoreInPlaceConfirmIgnored"
-	RestoreInPlaceRejected              = "RestoreInPlaceRejected"
-	RestoreInPlaceFailed                = "RestoreInPlaceFailed"
-	RestoreInPlaceDeferredPreviousQueue = "RestoreInPlaceDeferredPreviousQueue"
-	RestorePeerReplicationStoppedBehind = "RestorePeerReplicationStoppedBehind"
-	RestoreReclonesDrained              = "RestoreReclonesDrained"
-	ArtifactCleanupStalledProducerStop  = "ArtifactCleanupStalledProducerStop"
 )
 
 // Scheme knows the core and Bloodraven types, so Events can reference both.

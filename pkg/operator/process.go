@@ -23,7 +23,7 @@ import (
 
 	"github.com/shipstream/bloodraven/generated/clientset/versioned"
 	"github.com/shipstream/bloodraven/pkg/devsitemap"
-	"github.com/shipstream/bloodraven/pkg/events"
+	"github.com/shipstream/bloodraven/pkg/eventrecorder"
 	"github.com/shipstream/bloodraven/pkg/metrics"
 	"github.com/shipstream/bloodraven/pkg/protocol"
 	"github.com/shipstream/bloodraven/pkg/siteaddr"
@@ -146,7 +146,7 @@ func New(cfg Config, log *slog.Logger) (_ *Process, err error) {
 	}
 	var ectx context.Context
 	ectx, p.eventsCtx = context.WithCancel(context.Background())
-	p.Recorder, p.stopEvents = events.NewRecorder(ectx, kube)
+	p.Recorder, p.stopEvents = eventrecorder.NewRecorder(ectx, kube)
 	return p, nil
 }
 

@@ -22,7 +22,7 @@ var degradedPrecedence = []string{
 	v1alpha1.ReasonBootstrapFailed,
 	v1alpha1.ReasonIncomparableGTIDSets,
 	v1alpha1.ReasonSplitBrain,
-	ReasonNoEligibleCandidate,
+	v1alpha1.ReasonNoEligibleCandidate,
 	v1alpha1.ReasonFailoverRefused,
 	v1alpha1.ReasonSiteUnhealthy,
 	v1alpha1.ReasonDivergentTransactions,
@@ -253,5 +253,5 @@ func (d *decider) recoveryPending() {
 			fmt.Sprintf("old primary %s is rejoining as a follower of site %s", strings.Join(rejoining, ", "), d.out.Status.ActiveSite))
 		return
 	}
-	d.set(v1alpha1.ConditionRecoveryPending, metav1.ConditionFalse, ReasonNoRecoveryPending, "no old primary awaits recovery")
+	d.set(v1alpha1.ConditionRecoveryPending, metav1.ConditionFalse, v1alpha1.ReasonNoRecoveryPending, "no old primary awaits recovery")
 }

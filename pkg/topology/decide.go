@@ -57,7 +57,7 @@ func Decide(in Input) Decision {
 	d.clearHold()
 	if d.in.Reclone != nil && !d.out.ClearRecloneAnnotation {
 		d.out.ClearRecloneAnnotation = true
-		d.event(true, EventRecloneRejected, "annotation %s=%q refused and cleared: the group has no settled active site (a bootstrap or an active-site change is in progress); request it again later",
+		d.event(true, v1alpha1.EventRecloneRejected, "annotation %s=%q refused and cleared: the group has no settled active site (a bootstrap or an active-site change is in progress); request it again later",
 			AnnotationRecloneSite, d.in.Reclone.Value)
 	}
 	d.finishSites()
@@ -146,7 +146,7 @@ func (d *decider) candidates() []Candidate {
 			set, err := gtid.Parse(p.GTIDExecuted)
 			if err != nil {
 				// An unreadable record must not be read as "empty".
-				d.degrade(ReasonNoEligibleCandidate, "site %s: recorded gtidExecuted is unreadable: %v", s.Name, err)
+				d.degrade(v1alpha1.ReasonNoEligibleCandidate, "site %s: recorded gtidExecuted is unreadable: %v", s.Name, err)
 				continue
 			}
 			c.Executed = set
@@ -163,7 +163,7 @@ func (d *decider) bootstrap() {
 		return
 	}
 	cands := d.candidates()
-	if r := d.degraded[ReasonNoEligibleCandidate]; len(r) > 0 {
+	if r := d.degraded[v1alpha1.ReasonNoEligibleCandidate]; len(r) > 0 {
 		d.waiting = "bootstrap refused"
 		return
 	}
@@ -174,9 +174,9 @@ func (d *decider) bootstrap() {
 		d.degrade(v.Reason, "%s", v.Message)
 		d.waiting = "bootstrap refused"
 		if prev := findCondition(d.in.Status.Conditions, v1alpha1.ConditionDegraded); prev == nil || prev.Reason != v.Reason {
-			reason := EventBootstrapRefusedNoEligibleCandidate
+			reason := v1alpha1.EventBootstrapRefusedNoEligibleCandidate
 			if v.Reason == v1alpha1.ReasonIncomparableGTIDSets {
-				reason = EventBootstrapRefusedIncomparableGTIDSets
+				reason = v1alpha1.EventBootstrapRefusedIncomparableGTIDSets
 			}
 			d.event(true, reason, "%s", v.Message)
 		}
@@ -191,7 +191,7 @@ func (d *decider) bootstrap() {
 	d.out.WriteFirst = true
 	d.fenceWritable(v.Site, fmt.Sprintf("bootstrap: site %s becomes the only writable site", v.Site))
 	d.waiting = fmt.Sprintf("bootstrap: making site %s writable", v.Site)
-	d.event(false, EventBootstrapStarted, "site %s chosen as the first active site: %s", v.Site, v.Message)
+	d.event(false, v1alpha1.EventBootstrapStarted, "site %s chosen as the first active site: %s", v.Site, v.Message)
 }
 
 // continueBootstrap re-checks a recorded bootstrap on current observations,
@@ -248,7 +248,7 @@ func (d *decider) continueBootstrap(t *v1alpha1.Transition) {
 	d.out.Status.TopologyGeneration = t.TopologyGeneration
 	d.out.Status.Transition = nil
 	d.out.WriteFirst = true
-	d.event(false, EventBootstrapSucceeded, "site %s is the active site; topologyGeneration is %d", target, t.TopologyGeneration)
+	d.event(false, v1alpha1.EventBootstrapSucceeded, "site %s is the active site; topologyGeneration is %d", target, t.TopologyGeneration)
 	d.steady(target)
 }
 
@@ -256,7 +256,7 @@ func (d *decider) abortBootstrap(t *v1alpha1.Transition, why string) {
 	d.out.Status.Transition = nil
 	d.out.WriteFirst = true
 	d.waiting = "bootstrap aborted: " + why
-	d.event(true, EventBootstrapAborted, "bootstrap of site %s abandoned: %s; the first active site will be chosen again", t.TargetSite, why)
+	d.event(true, v1alpha1.EventBootstrapAborted, "bootstrap of site %s abandoned: %s; the first active site will be chosen again", t.TargetSite, why)
 }
 
 // steady keeps the known active site the only writable one and converges
@@ -305,7 +305,7 @@ func (d *decider) reassert(active string, av *Observed) {
 		msg := fmt.Sprintf("active site %s is read-only and other sites hold transactions it lacks (%s): it stays read-only", active, strings.Join(missing, "; "))
 		d.degrade(v1alpha1.ReasonIncomparableGTIDSets, "%s", msg)
 		if prev := findCondition(d.in.Status.Conditions, v1alpha1.ConditionDegraded); prev == nil || prev.Reason != v1alpha1.ReasonIncomparableGTIDSets {
-			d.event(true, EventActiveSiteReassertRefused, "%s", msg)
+			d.event(true, v1alpha1.EventActiveSiteReassertRefused, "%s", msg)
 		}
 		return
 	}
@@ -356,7 +356,7 @@ func (d *decider) follower(s SiteSpec, active string, av *Observed) {
 				s.Name, active, extra.Count(), active, extra.OneLine())
 			st.Message = msg
 			if p := d.prevSite(s.Name); p == nil || p.SourceConvergenceReason != "GTIDDiverged" {
-				d.event(true, EventCloneRefusedDivergentTransactions, "%s", msg)
+				d.event(true, v1alpha1.EventCloneRefusedDivergentTransactions, "%s", msg)
 			}
 		case !srcOK:
 			st.SourceConvergenceState, st.SourceConvergenceReason = "Blocked", "GTIDDiverged"
@@ -437,7 +437,7 @@ func (d *decider) recordDivergence(s SiteSpec, st *v1alpha1.SiteStatus, extra gt
 	if extra.IsEmpty() {
 		if st.RecoveryState == v1alpha1.RecoveryBlocked {
 			st.RecoveryState = ""
-			d.event(false, EventOldPrimaryRecovered, "old primary %s no longer holds transactions site %s lacks", s.Name, active)
+			d.event(false, v1alpha1.EventOldPrimaryRecovered, "old primary %s no longer holds transactions site %s lacks", s.Name, active)
 		}
 		st.DivergentGTID, st.DivergentTransactionCount, st.DivergenceDetectedBy, st.DivergenceComparedTo = "", 0, "", ""
 		return
@@ -454,7 +454,7 @@ func (d *decider) recordDivergence(s SiteSpec, st *v1alpha1.SiteStatus, extra gt
 		if detector == v1alpha1.DivergenceByOldPrimaryRecovery {
 			who = "old primary"
 		}
-		d.event(true, EventDivergentTransactionsDetected, "%s %s holds %d transactions site %s lacks: %s",
+		d.event(true, v1alpha1.EventDivergentTransactionsDetected, "%s %s holds %d transactions site %s lacks: %s",
 			who, s.Name, extra.Count(), active, set)
 	}
 	st.DivergentGTID, st.DivergentTransactionCount = set, int64(extra.Count())

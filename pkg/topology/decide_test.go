@@ -136,7 +136,7 @@ func TestBootstrapChoice(t *testing.T) {
 		wantEvent  string
 		wantFence  []string
 	}{
-		{name: "fresh sites: the first PrimaryCandidate in spec order", obs: empty4(), wantTarget: "iad", wantEvent: EventBootstrapStarted},
+		{name: "fresh sites: the first PrimaryCandidate in spec order", obs: empty4(), wantTarget: "iad", wantEvent: v1alpha1.EventBootstrapStarted},
 		{name: "fresh sites, first candidate unreachable: the next reachable candidate", obs: with(empty4(), "iad", unreachable()), wantTarget: "pdx"},
 		{name: "the site holding every transaction wins over spec order",
 			obs: with(with(empty4(), "iad", site("iad", false, "P:1-5", nil)), "pdx", site("pdx", false, "P:1-10", nil)), wantTarget: "pdx"},
@@ -146,14 +146,14 @@ func TestBootstrapChoice(t *testing.T) {
 			obs: with(empty4(), "pdx", site("pdx", true, "", nil)), wantTarget: "iad", wantFence: []string{"pdx"}},
 		{name: "a DisasterRecovery site ahead of every candidate: refused",
 			obs:        with(with(empty4(), "iad", site("iad", false, "D:1-5", nil)), "dr", site("dr", false, "D:1-10", nil)),
-			wantReason: ReasonNoEligibleCandidate, wantEvent: EventBootstrapRefusedNoEligibleCandidate},
+			wantReason: v1alpha1.ReasonNoEligibleCandidate, wantEvent: v1alpha1.EventBootstrapRefusedNoEligibleCandidate},
 		{name: "incomparable sets: nothing writable, the writer fenced",
 			obs:        with(with(empty4(), "iad", site("iad", true, "I:1-5", nil)), "pdx", site("pdx", false, "P:1-3", nil)),
-			wantReason: v1alpha1.ReasonIncomparableGTIDSets, wantEvent: EventBootstrapRefusedIncomparableGTIDSets, wantFence: []string{"iad"}},
+			wantReason: v1alpha1.ReasonIncomparableGTIDSets, wantEvent: v1alpha1.EventBootstrapRefusedIncomparableGTIDSets, wantFence: []string{"iad"}},
 		{name: "an unreachable site's recorded set that the candidate lacks blocks the choice",
 			obs:        with(with(empty4(), "iad", site("iad", false, "P:1-5", nil)), "pdx", unreachable()),
 			status:     v1alpha1.MysqlFailoverGroupStatus{Sites: []v1alpha1.SiteStatus{{Name: "pdx", GTIDExecuted: expand("P:1-9")}}},
-			wantReason: ReasonNoEligibleCandidate},
+			wantReason: v1alpha1.ReasonNoEligibleCandidate},
 		{name: "an unreachable site's recorded set the candidate contains does not block",
 			obs:        with(with(empty4(), "iad", site("iad", false, "P:1-9", nil)), "pdx", unreachable()),
 			status:     v1alpha1.MysqlFailoverGroupStatus{Sites: []v1alpha1.SiteStatus{{Name: "pdx", GTIDExecuted: expand("P:1-5")}}},
@@ -214,14 +214,14 @@ func TestBootstrapChoice(t *testing.T) {
 func TestBootstrapRefusalEventOnce(t *testing.T) {
 	obs := with(with(empty4(), "iad", site("iad", false, "I:1-5", nil)), "pdx", site("pdx", false, "P:1-3", nil))
 	d := Decide(newInput(obs, v1alpha1.MysqlFailoverGroupStatus{}))
-	if !hasEvent(d, EventBootstrapRefusedIncomparableGTIDSets, true) {
+	if !hasEvent(d, v1alpha1.EventBootstrapRefusedIncomparableGTIDSets, true) {
 		t.Fatalf("no refusal event: %+v", d.Events)
 	}
 	if msg := cond(d, v1alpha1.ConditionDegraded).Message; !strings.Contains(msg, "iad") || !strings.Contains(msg, "pdx") || !strings.Contains(msg, uIAD+":1-5") {
 		t.Fatalf("Degraded message does not say why: %q", msg)
 	}
 	again := Decide(newInput(obs, d.Status))
-	if hasEvent(again, EventBootstrapRefusedIncomparableGTIDSets, true) {
+	if hasEvent(again, v1alpha1.EventBootstrapRefusedIncomparableGTIDSets, true) {
 		t.Fatal("the refusal Event is recorded again on the next poll")
 	}
 }
@@ -256,7 +256,7 @@ func TestContinueBootstrap(t *testing.T) {
 		if d.Status.ActiveSite != "iad" || d.Status.TopologyGeneration != 7 || d.Status.Transition != nil || !d.WriteFirst {
 			t.Fatalf("status %+v", d.Status)
 		}
-		if !hasEvent(d, EventBootstrapSucceeded, false) {
+		if !hasEvent(d, v1alpha1.EventBootstrapSucceeded, false) {
 			t.Fatalf("events %+v", d.Events)
 		}
 		// Followers are pointed at the new active site in the same decision.
@@ -276,7 +276,7 @@ func TestContinueBootstrap(t *testing.T) {
 		if d.Status.Transition != nil || !d.WriteFirst || d.Status.ActiveSite != "" || len(d.Actions) != 0 {
 			t.Fatalf("status %+v actions %v", d.Status, actions(d))
 		}
-		if !hasEvent(d, EventBootstrapAborted, true) {
+		if !hasEvent(d, v1alpha1.EventBootstrapAborted, true) {
 			t.Fatalf("events %+v", d.Events)
 		}
 	})
@@ -408,11 +408,11 @@ func TestFollowerConvergence(t *testing.T) {
 			return site("pdx", false, "I:1-3", r)
 		}(), iadPurged: "I:1-8", state: "Converged", reason: "DirectSource"},
 		{name: "far behind and holding transactions the donor lacks: not cloned", pdx: site("pdx", false, "I:1-3,P:1-2", replicating(iadHost)), iadPurged: "I:1-8",
-			state: "Blocked", reason: "GTIDDiverged", degraded: v1alpha1.ReasonDivergentTransactions, event: EventCloneRefusedDivergentTransactions},
+			state: "Blocked", reason: "GTIDDiverged", degraded: v1alpha1.ReasonDivergentTransactions, event: v1alpha1.EventCloneRefusedDivergentTransactions},
 		{name: "diverged and pointing elsewhere: not repointed", pdx: site("pdx", false, "I:1-10,P:1", replicating("elsewhere")),
 			state: "Blocked", reason: "GTIDDiverged", degraded: v1alpha1.ReasonDivergentTransactions},
 		{name: "diverged but replicating directly: audit report only", pdx: site("pdx", false, "I:1-10,P:1", replicating(iadHost)),
-			state: "Converged", reason: "DirectSource", degraded: v1alpha1.ReasonDivergentTransactions, event: EventDivergentTransactionsDetected},
+			state: "Converged", reason: "DirectSource", degraded: v1alpha1.ReasonDivergentTransactions, event: v1alpha1.EventDivergentTransactionsDetected},
 		{name: "the active site's newer own GTIDs are not divergence", pdx: site("pdx", false, "I:1-12", replicating(iadHost)), state: "Converged", reason: "DirectSource"},
 		{name: "unreachable follower: probe failed, degraded", pdx: unreachable(), state: "Pending", reason: "ProbeFailed", degraded: v1alpha1.ReasonSiteUnhealthy},
 	}
@@ -556,7 +556,7 @@ func TestReassertActive(t *testing.T) {
 		if g := cond(d, v1alpha1.ConditionDegraded); g.Reason != v1alpha1.ReasonIncomparableGTIDSets {
 			t.Fatalf("Degraded %+v", g)
 		}
-		if !hasEvent(d, EventActiveSiteReassertRefused, true) {
+		if !hasEvent(d, v1alpha1.EventActiveSiteReassertRefused, true) {
 			t.Fatalf("events %+v", d.Events)
 		}
 		// Once the divergence is on record (a replica audit), the active is reasserted.
@@ -719,7 +719,7 @@ func TestDivergenceIgnoresWhatTheActiveSiteSent(t *testing.T) {
 			if got != c.want {
 				t.Fatalf("divergentGtid %q, want %q", got, c.want)
 			}
-			if hasEvent(d, EventDivergentTransactionsDetected, true) != (c.want != "") {
+			if hasEvent(d, v1alpha1.EventDivergentTransactionsDetected, true) != (c.want != "") {
 				t.Fatalf("events %+v", d.Events)
 			}
 		})

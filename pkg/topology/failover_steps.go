@@ -63,29 +63,6 @@ func (d *decider) drainFormerPrimary(active string) {
 // received. On timeout nothing is reset: the next decision waits again.
 const CatchUp ActionKind = "CatchUp"
 
-// Event reasons of automatic failover.
-const (
-	// EventFailoverStarted (Warning): the active site is unreachable; the
-	// intent to promote a candidate was recorded.
-	EventFailoverStarted = "FailoverStarted"
-	// EventFailoverRefused (Warning): the active site is unreachable and no
-	// candidate may be promoted automatically (the message says why and how
-	// to override).
-	EventFailoverRefused = "FailoverRefused"
-	// EventFailoverAborted (Warning): the candidate became unreachable
-	// before it was promoted; nothing changed.
-	EventFailoverAborted = "FailoverAborted"
-	// EventFailoverSucceeded (Normal): the candidate is the active site and
-	// the new topologyGeneration is published.
-	EventFailoverSucceeded = "FailoverSucceeded"
-	// EventTransactionsPossiblyLost (Warning): the promoted site lacks
-	// transactions the operator saw committed on the old primary.
-	EventTransactionsPossiblyLost = "TransactionsPossiblyLost"
-	// EventClientSessionsEvicted (Normal): stale client sessions were killed
-	// on the fenced former primary.
-	EventClientSessionsEvicted = "ClientSessionsEvicted"
-)
-
 // promoted reports whether a failover reached the point of no return: from
 // Promoting on, the target may have been made writable, so the change must
 // be finished, never abandoned.
@@ -192,7 +169,7 @@ func (d *decider) startFailover(active string) bool {
 	d.out.WriteFirst = true
 	d.act(Action{Kind: NotifySidecars, Why: fmt.Sprintf("failover from %s to %s", active, choice.Site)})
 	d.waiting = fmt.Sprintf("failover from %s to %s recorded", active, choice.Site)
-	d.event(true, EventFailoverStarted, "active site %s is unreachable: failing over to site %s (%s); promotion waits up to %s, counted from when sidecars are told, for %s to fence itself",
+	d.event(true, v1alpha1.EventFailoverStarted, "active site %s is unreachable: failing over to site %s (%s); promotion waits up to %s, counted from when sidecars are told, for %s to fence itself",
 		active, choice.Site, msg, d.in.Failover.SelfFenceBound, active)
 	return true
 }
@@ -222,7 +199,7 @@ func (d *decider) refuseFailover(active, why string) {
 	msg := fmt.Sprintf("active site %s is unreachable and is not failed over: %s", active, why)
 	d.degrade(v1alpha1.ReasonFailoverRefused, "%s", msg)
 	if prev := findCondition(d.in.Status.Conditions, v1alpha1.ConditionDegraded); prev == nil || prev.Reason != v1alpha1.ReasonFailoverRefused {
-		d.event(true, EventFailoverRefused, "%s", msg)
+		d.event(true, v1alpha1.EventFailoverRefused, "%s", msg)
 	}
 }
 
@@ -265,7 +242,7 @@ func (d *decider) continueFailover(t *v1alpha1.Transition) {
 		if !promoted(t.Step) && d.in.Observed[target].Reach == observe.Unreachable {
 			d.out.Status.Transition = nil
 			d.out.WriteFirst = true
-			d.event(true, EventFailoverAborted, "failover from %s to %s abandoned before promotion: %s became unreachable", src, target, target)
+			d.event(true, v1alpha1.EventFailoverAborted, "failover from %s to %s abandoned before promotion: %s became unreachable", src, target, target)
 			return
 		}
 		d.waiting = fmt.Sprintf("failover to %s: waiting for a current observation of it", target)
@@ -353,10 +330,10 @@ func (d *decider) finishFailover(t *v1alpha1.Transition, tv *Observed) {
 		return
 	}
 	lf := d.publish(t)
-	d.event(false, EventFailoverSucceeded, "site %s is the active site (was %s); topologyGeneration is %d; promoted at %s",
+	d.event(false, v1alpha1.EventFailoverSucceeded, "site %s is the active site (was %s); topologyGeneration is %d; promoted at %s",
 		target, src, t.TopologyGeneration, lf.PromotionGTIDExecuted)
 	if lf.PossiblyLostGTID != "" {
-		d.event(true, EventTransactionsPossiblyLost, "site %s lacks transactions the operator saw committed on %s before it failed: %s",
+		d.event(true, v1alpha1.EventTransactionsPossiblyLost, "site %s lacks transactions the operator saw committed on %s before it failed: %s",
 			target, src, lf.PossiblyLostGTID)
 	}
 	d.steady(target)
@@ -438,5 +415,5 @@ func (d *decider) abandonFailover(t *v1alpha1.Transition, why string) {
 	d.out.Status.Transition = nil
 	d.out.WriteFirst = true
 	d.waiting = fmt.Sprintf("failover to %s abandoned", t.TargetSite)
-	d.event(true, EventFailoverAborted, "failover from %s to %s abandoned before promotion: %s", t.SourceSite, t.TargetSite, why)
+	d.event(true, v1alpha1.EventFailoverAborted, "failover from %s to %s abandoned before promotion: %s", t.SourceSite, t.TargetSite, why)
 }

@@ -8,8 +8,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/shipstream/bloodraven/pkg/apis/shipstream/v1alpha1"
-	"github.com/shipstream/bloodraven/pkg/stability"
 	"github.com/shipstream/bloodraven/pkg/observe"
+	"github.com/shipstream/bloodraven/pkg/stability"
 )
 
 var pdxHost = "orders-pdx-internal.shop.svc"
@@ -50,7 +50,7 @@ func TestFailoverStart(t *testing.T) {
 	if strings.Join(actions(d), ",") != "NotifySidecars " || d.Status.ActiveSite != "iad" || d.Status.TopologyGeneration != 3 {
 		t.Fatalf("intent recorded and acted on at once: %v %+v", actions(d), d.Status)
 	}
-	if !hasEvent(d, EventFailoverStarted, true) {
+	if !hasEvent(d, v1alpha1.EventFailoverStarted, true) {
 		t.Fatalf("events %+v", d.Events)
 	}
 
@@ -80,7 +80,7 @@ func TestFailoverStart(t *testing.T) {
 		if g := cond(d, v1alpha1.ConditionDegraded); g.Reason != v1alpha1.ReasonFailoverRefused || !strings.Contains(g.Message, "failoverCooldown") {
 			t.Fatalf("Degraded %+v", g)
 		}
-		if !hasEvent(d, EventFailoverRefused, true) {
+		if !hasEvent(d, v1alpha1.EventFailoverRefused, true) {
 			t.Fatalf("events %+v", d.Events)
 		}
 	})
@@ -243,7 +243,7 @@ func TestFailoverSteps(t *testing.T) {
 				t.Fatalf("repointed to %s", a.SourceHost)
 			}
 		}
-		if !hasEvent(d, EventFailoverSucceeded, false) || !hasEvent(d, EventTransactionsPossiblyLost, true) {
+		if !hasEvent(d, v1alpha1.EventFailoverSucceeded, false) || !hasEvent(d, v1alpha1.EventTransactionsPossiblyLost, true) {
 			t.Fatalf("events %+v", d.Events)
 		}
 	})
@@ -251,7 +251,7 @@ func TestFailoverSteps(t *testing.T) {
 		obs := iadDown()
 		obs["pdx"] = unreachable()
 		d := Decide(failoverInput(obs, inFailover(v1alpha1.StepCatchingUp)))
-		if d.Status.Transition != nil || !d.WriteFirst || d.Status.TopologyGeneration != 3 || !hasEvent(d, EventFailoverAborted, true) {
+		if d.Status.Transition != nil || !d.WriteFirst || d.Status.TopologyGeneration != 3 || !hasEvent(d, v1alpha1.EventFailoverAborted, true) {
 			t.Fatalf("status %+v", d.Status)
 		}
 	})
@@ -342,7 +342,7 @@ func TestReturningOldPrimaryWithLostWrites(t *testing.T) {
 	if s := siteStatus(healed, "iad"); s.RecoveryState != "" || s.DivergentGTID != "" {
 		t.Fatalf("iad after reclone %+v", s)
 	}
-	if c := cond(healed, v1alpha1.ConditionRecoveryPending); c.Status != metav1.ConditionFalse || !hasEvent(healed, EventOldPrimaryRecovered, false) {
+	if c := cond(healed, v1alpha1.ConditionRecoveryPending); c.Status != metav1.ConditionFalse || !hasEvent(healed, v1alpha1.EventOldPrimaryRecovered, false) {
 		t.Fatalf("RecoveryPending %+v events %+v", c, healed.Events)
 	}
 }
@@ -366,7 +366,7 @@ func TestFailoverAbandonedWhenTheOldPrimaryReturnsWithMore(t *testing.T) {
 					t.Fatalf("made %s writable while abandoning", a.Site)
 				}
 			}
-			if !hasEvent(d, EventFailoverAborted, true) {
+			if !hasEvent(d, v1alpha1.EventFailoverAborted, true) {
 				t.Fatalf("events %+v", d.Events)
 			}
 			// The next decision reasserts the old primary.
@@ -405,7 +405,7 @@ func TestFailoverAbandonedWhenTheOldPrimaryReturnsWithMore(t *testing.T) {
 		in.Sites = sites
 		in.Now = t0.Add(time.Minute)
 		d := Decide(in)
-		if d.Status.Transition != nil || !hasEvent(d, EventFailoverAborted, true) {
+		if d.Status.Transition != nil || !hasEvent(d, v1alpha1.EventFailoverAborted, true) {
 			t.Fatalf("transition %+v events %+v", d.Status.Transition, d.Events)
 		}
 		in = failoverInput(obs, d.Status)

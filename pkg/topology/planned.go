@@ -25,18 +25,6 @@ const (
 	MaxPlannedMaxLagWait = time.Hour
 )
 
-// Event reasons of planned failover admission (names kept by v1.7.0).
-const (
-	// EventPlannedFailoverRejected (Warning): the request cannot run at all
-	// (bad annotation, invalid target, cooldown with onCooldown=Reject).
-	EventPlannedFailoverRejected = "PlannedFailoverRejected"
-	// EventPlannedFailoverDeferred (Normal): the run waits for a deployment
-	// hold or the cooldown to end.
-	EventPlannedFailoverDeferred = "PlannedFailoverDeferred"
-	// EventPlannedFailoverStarted (Normal): admission passed; the handoff begins.
-	EventPlannedFailoverStarted = "PlannedFailoverStarted"
-)
-
 // Admission wait, defer and refusal causes, as the API enums spell them.
 const (
 	PlannedWaitReplicationUnhealthy v1alpha1.PlannedFailoverWaitReason = "ReplicationUnhealthy"

@@ -67,21 +67,6 @@ const (
 	PlannedReasonSuperseded      v1alpha1.PlannedFailoverResultReason = "Superseded"
 )
 
-// Event reasons of the handoff.
-const (
-	EventPlannedFailoverTargetCaughtUp  = "PlannedFailoverTargetCaughtUp"
-	EventPlannedFailoverDrainStarted    = "PlannedFailoverDrainStarted"
-	EventPlannedFailoverRollbackStarted = "PlannedFailoverRollbackStarted"
-	EventPlannedFailoverSucceeded       = "PlannedFailoverSucceeded"
-	EventPlannedFailoverFailed          = "PlannedFailoverFailed"
-	// EventAutomaticFailoverHoldPlaced (Warning) and
-	// EventAutomaticFailoverHoldCleared (Normal): status.automaticFailoverHold
-	// was set by a planned run that ended uncertain, or cleared by an
-	// administrator's annotation.
-	EventAutomaticFailoverHoldPlaced  = "AutomaticFailoverHoldPlaced"
-	EventAutomaticFailoverHoldCleared = "AutomaticFailoverHoldCleared"
-)
-
 // Reasons of status.automaticFailoverHold placed by planned failover.
 const (
 	HoldReasonSourceLeftFenced       = "PlannedFailoverSourceLeftFenced"
@@ -148,10 +133,10 @@ func (d *decider) endClaim(c *v1alpha1.PlannedFailoverStatus, outcome v1alpha1.P
 	nc.Result = &v1alpha1.PlannedFailoverResult{Outcome: outcome, Reason: reason, TransactionsLost: lost, Message: truncate(msg, 1024)}
 	d.out.WriteFirst = true
 	if outcome == PlannedOutcomeSucceeded {
-		d.event(false, EventPlannedFailoverSucceeded, "planned failover %s: %s", c.RunID, msg)
+		d.event(false, v1alpha1.EventPlannedFailoverSucceeded, "planned failover %s: %s", c.RunID, msg)
 		return
 	}
-	d.event(true, EventPlannedFailoverFailed, "planned failover %s to site %s ended %s (%s): %s", c.RunID, c.TargetSite, outcome, reason, msg)
+	d.event(true, v1alpha1.EventPlannedFailoverFailed, "planned failover %s to site %s ended %s (%s): %s", c.RunID, c.TargetSite, outcome, reason, msg)
 	hold := map[v1alpha1.PlannedFailoverOutcome]string{
 		PlannedOutcomeSourceLeftFenced:       HoldReasonSourceLeftFenced,
 		PlannedOutcomePromotedUnconfirmed:    HoldReasonPromotedUnconfirmed,
@@ -161,7 +146,7 @@ func (d *decider) endClaim(c *v1alpha1.PlannedFailoverStatus, outcome v1alpha1.P
 		d.out.Status.AutomaticFailoverHold = &v1alpha1.AutomaticFailoverHold{Reason: hold, Since: t, Message: truncate(fmt.Sprintf(
 			"planned failover %s ended %s: %s. Automatic failover stays off until an administrator has checked the sites and set the annotation %s=%s (docs/runbooks/planned-failover.md)",
 			c.RunID, outcome, msg, AnnotationClearAutomaticFailoverHold, d.in.Group), 1024)}
-		d.event(true, EventAutomaticFailoverHoldPlaced, "automatic failover is held (%s) after planned failover %s ended %s", hold, c.RunID, outcome)
+		d.event(true, v1alpha1.EventAutomaticFailoverHoldPlaced, "automatic failover is held (%s) after planned failover %s ended %s", hold, c.RunID, outcome)
 	}
 }
 
@@ -186,7 +171,7 @@ func (d *decider) clearHold() {
 	}
 	h := d.out.Status.AutomaticFailoverHold
 	d.out.Status.AutomaticFailoverHold = nil
-	d.event(false, EventAutomaticFailoverHoldCleared, "automatic failover hold %s (placed %s) cleared by annotation %s",
+	d.event(false, v1alpha1.EventAutomaticFailoverHoldCleared, "automatic failover hold %s (placed %s) cleared by annotation %s",
 		h.Reason, h.Since.UTC().Format(time.RFC3339), AnnotationClearAutomaticFailoverHold)
 }
 
@@ -245,7 +230,7 @@ func (d *decider) plannedCatchUp(c *v1alpha1.PlannedFailoverStatus, active strin
 			BlockingOperationID: h.OperationID, BlockingInstance: h.Instance,
 			Message: fmt.Sprintf("deployment operation %s of instance %s holds failover until %s", h.OperationID, h.Instance, h.EarliestExpiry.UTC().Format(time.RFC3339))}
 		d.out.WriteFirst = true
-		d.event(false, EventPlannedFailoverDeferred, "planned failover %s to site %s deferred before fencing: %s", c.RunID, c.TargetSite, nc.Admission.Message)
+		d.event(false, v1alpha1.EventPlannedFailoverDeferred, "planned failover %s to site %s deferred before fencing: %s", c.RunID, c.TargetSite, nc.Admission.Message)
 		return
 	}
 	kind := v1alpha1.TransitionPlanned
@@ -261,7 +246,7 @@ func (d *decider) plannedCatchUp(c *v1alpha1.PlannedFailoverStatus, active strin
 	d.out.WriteFirst = true
 	d.act(Action{Kind: NotifySidecars, Why: t.Message})
 	d.act(Action{Kind: Fence, Site: c.SourceSite, Why: fmt.Sprintf("planned failover %s: the source stops taking writes", c.RunID)})
-	d.event(false, EventPlannedFailoverTargetCaughtUp, "planned failover %s: target site %s is caught up (%s); fencing site %s, writes pause until %s holds all of them",
+	d.event(false, v1alpha1.EventPlannedFailoverTargetCaughtUp, "planned failover %s: target site %s is caught up (%s); fencing site %s, writes pause until %s holds all of them",
 		c.RunID, c.TargetSite, why, c.SourceSite, c.TargetSite)
 }
 
@@ -332,7 +317,7 @@ func (d *decider) continuePlanned(t *v1alpha1.Transition) {
 			d.claimPhase(c, v1alpha1.PlannedFailoverDraining)
 		}
 		d.act(Action{Kind: EvictSessions, Site: src, Why: fmt.Sprintf("planned failover %s: client sessions of the fenced source", t.ID)})
-		d.event(false, EventPlannedFailoverDrainStarted, "planned failover %s: site %s is fenced at %s; waiting until site %s holds all of it",
+		d.event(false, v1alpha1.EventPlannedFailoverDrainStarted, "planned failover %s: site %s is fenced at %s; waiting until site %s holds all of it",
 			t.ID, src, sv.Executed.OneLine(), target)
 		return
 	}
@@ -386,7 +371,7 @@ func (d *decider) plannedPromote(t *v1alpha1.Transition, c *v1alpha1.PlannedFail
 	if c != nil {
 		d.claimPhase(c, v1alpha1.PlannedFailoverPublishing)
 	}
-	d.event(false, EventFailoverSucceeded, "site %s is the active site (was %s, %s handoff); topologyGeneration is %d; promoted at %s",
+	d.event(false, v1alpha1.EventFailoverSucceeded, "site %s is the active site (was %s, %s handoff); topologyGeneration is %d; promoted at %s",
 		target, src, t.Kind, t.TopologyGeneration, lf.PromotionGTIDExecuted)
 	d.steady(target)
 }
@@ -417,7 +402,7 @@ func (d *decider) plannedRollback(t *v1alpha1.Transition, c *v1alpha1.PlannedFai
 		nc.Result = &v1alpha1.PlannedFailoverResult{Outcome: PlannedOutcomeRolledBack, Reason: reason, Message: truncate(why, 1024)}
 	}
 	d.act(Action{Kind: NotifySidecars, Why: fmt.Sprintf("planned failover %s rolled back", t.ID)})
-	d.event(true, EventPlannedFailoverRollbackStarted, "planned failover %s to site %s is rolled back: %s; site %s is made writable again", t.ID, t.TargetSite, why, t.SourceSite)
+	d.event(true, v1alpha1.EventPlannedFailoverRollbackStarted, "planned failover %s to site %s is rolled back: %s; site %s is made writable again", t.ID, t.TargetSite, why, t.SourceSite)
 	// The source is the active site again: steady reasserts it under the
 	// same rule as after a restart (nothing another site holds is lost).
 	d.steady(t.SourceSite)

@@ -78,7 +78,7 @@ func TestPlannedHandoffSucceedsWithoutLoss(t *testing.T) {
 	if got := strings.Join(actions(d), ","); got != "NotifySidecars ,Fence iad" {
 		t.Fatalf("actions %s", got)
 	}
-	if !hasEvent(d, EventPlannedFailoverTargetCaughtUp, false) {
+	if !hasEvent(d, v1alpha1.EventPlannedFailoverTargetCaughtUp, false) {
 		t.Fatalf("events %+v", d.Events)
 	}
 
@@ -88,7 +88,7 @@ func TestPlannedHandoffSucceedsWithoutLoss(t *testing.T) {
 	if h.phase() != v1alpha1.PlannedFailoverDraining || h.st.Transition.Step != v1alpha1.StepCatchingUp {
 		t.Fatalf("phase %s step %s", h.phase(), h.st.Transition.Step)
 	}
-	if got := strings.Join(actions(d), ","); got != "EvictSessions iad" || !hasEvent(d, EventPlannedFailoverDrainStarted, false) {
+	if got := strings.Join(actions(d), ","); got != "EvictSessions iad" || !hasEvent(d, v1alpha1.EventPlannedFailoverDrainStarted, false) {
 		t.Fatalf("actions %s events %+v", got, d.Events)
 	}
 	d = h.decide(time.Second)
@@ -124,11 +124,11 @@ func TestPlannedHandoffSucceedsWithoutLoss(t *testing.T) {
 		pf.Result.TransactionsLost == nil || *pf.Result.TransactionsLost != 0 || pf.CompletionTime == nil {
 		t.Fatalf("claim %+v result %+v", pf, pf.Result)
 	}
-	if !hasEvent(d, EventPlannedFailoverSucceeded, false) || h.st.AutomaticFailoverHold != nil {
+	if !hasEvent(d, v1alpha1.EventPlannedFailoverSucceeded, false) || h.st.AutomaticFailoverHold != nil {
 		t.Fatalf("events %+v hold %+v", d.Events, h.st.AutomaticFailoverHold)
 	}
 	d = h.decide(time.Second)
-	if hasEvent(d, EventPlannedFailoverSucceeded, false) {
+	if hasEvent(d, v1alpha1.EventPlannedFailoverSucceeded, false) {
 		t.Fatalf("a finished run is announced once")
 	}
 }
@@ -153,7 +153,7 @@ func TestPlannedCatchUpTimesOutWithoutTouchingTheSource(t *testing.T) {
 	if h.st.Transition != nil || slices.Contains(actions(d), "Fence iad") || h.st.AutomaticFailoverHold != nil {
 		t.Fatalf("nothing may be fenced or held: %v %+v", actions(d), h.st.AutomaticFailoverHold)
 	}
-	if !hasEvent(d, EventPlannedFailoverFailed, true) {
+	if !hasEvent(d, v1alpha1.EventPlannedFailoverFailed, true) {
 		t.Fatalf("events %+v", d.Events)
 	}
 }
@@ -172,7 +172,7 @@ func TestPlannedHoldsAreReadAgainBeforeFencing(t *testing.T) {
 		!pf.Admission.RetryAfter.Time.Equal(t0.Add(time.Minute)) || pf.Admission.BlockingOperationID != "op-7" || pf.Admission.BlockingInstance != "orders-app" {
 		t.Fatalf("claim %+v admission %+v", pf, pf.Admission)
 	}
-	if h.st.Transition != nil || len(d.Actions) != 0 || !hasEvent(d, EventPlannedFailoverDeferred, false) {
+	if h.st.Transition != nil || len(d.Actions) != 0 || !hasEvent(d, v1alpha1.EventPlannedFailoverDeferred, false) {
 		t.Fatalf("transition %+v actions %v events %+v", h.st.Transition, actions(d), d.Events)
 	}
 }
@@ -202,7 +202,7 @@ func TestPlannedDrainTimeoutRollsBackAndUnfencesTheSource(t *testing.T) {
 	if got := actions(d); !slices.Contains(got, "MakeWritable iad") || slices.Contains(got, "MakeWritable pdx") {
 		t.Fatalf("the source is made writable again in the rollback's own decision: %v", got)
 	}
-	if !hasEvent(d, EventPlannedFailoverRollbackStarted, true) {
+	if !hasEvent(d, v1alpha1.EventPlannedFailoverRollbackStarted, true) {
 		t.Fatalf("events %+v", d.Events)
 	}
 	h.set("iad", true, "I:1-101", nil)
@@ -229,7 +229,7 @@ func TestPlannedRollbackThatCannotUnfenceLeavesTheSourceFencedAndHolds(t *testin
 	if pf.Result.Outcome != PlannedOutcomeSourceLeftFenced || h.st.AutomaticFailoverHold == nil || h.st.AutomaticFailoverHold.Reason != HoldReasonSourceLeftFenced {
 		t.Fatalf("result %+v hold %+v", pf.Result, h.st.AutomaticFailoverHold)
 	}
-	if !hasEvent(d, EventAutomaticFailoverHoldPlaced, true) {
+	if !hasEvent(d, v1alpha1.EventAutomaticFailoverHoldPlaced, true) {
 		t.Fatalf("events %+v", d.Events)
 	}
 	// The hold stops automatic failover; the administrator's annotation clears it.
@@ -239,7 +239,7 @@ func TestPlannedRollbackThatCannotUnfenceLeavesTheSourceFencedAndHolds(t *testin
 	}
 	h.in.ClearHold = true
 	d = h.decide(time.Second)
-	if h.st.AutomaticFailoverHold != nil || !hasEvent(d, EventAutomaticFailoverHoldCleared, false) {
+	if h.st.AutomaticFailoverHold != nil || !hasEvent(d, v1alpha1.EventAutomaticFailoverHoldCleared, false) {
 		t.Fatalf("hold %+v events %+v", h.st.AutomaticFailoverHold, d.Events)
 	}
 }

@@ -21,17 +21,6 @@ const AnnotationRecloneSite = "bloodraven.shipstream.io/reclone-site"
 // was copied from the divergent set, not typed at random.
 const MinGTIDPrefix = 8
 
-// Event reasons of a reclone request.
-const (
-	// EventRecloneRejected (Warning): the annotation was invalid or the
-	// group could not take a reclone now; it was cleared, nothing changed.
-	EventRecloneRejected = "RecloneRejected"
-	// EventRecloneRequested (Warning when transactions are discarded): the
-	// request was accepted and recorded; the message carries the set the
-	// clone destroys.
-	EventRecloneRequested = "RecloneRequested"
-)
-
 // RecloneRequest is a parsed reclone-site annotation value.
 type RecloneRequest struct {
 	Site       string
@@ -80,7 +69,7 @@ func (d *decider) reclone(active string, av *Observed) string {
 	d.out.ClearRecloneAnnotation = true
 	site, discard, detector, err := d.validateReclone(rq, active, av)
 	if err != nil {
-		d.event(true, EventRecloneRejected, "annotation %s=%q refused and cleared: %v", AnnotationRecloneSite, rq.Value, err)
+		d.event(true, v1alpha1.EventRecloneRejected, "annotation %s=%q refused and cleared: %v", AnnotationRecloneSite, rq.Value, err)
 		return ""
 	}
 	now := metav1.NewTime(d.in.Now)
@@ -94,9 +83,9 @@ func (d *decider) reclone(active string, av *Observed) string {
 	// The record must be stored before the clone may destroy anything.
 	d.out.WriteFirst = true
 	if discard.IsEmpty() {
-		d.event(false, EventRecloneRequested, "site %s is recloned from the active site %s (it holds nothing site %s lacks)", site, active, active)
+		d.event(false, v1alpha1.EventRecloneRequested, "site %s is recloned from the active site %s (it holds nothing site %s lacks)", site, active, active)
 	} else {
-		d.event(true, EventRecloneRequested, "site %s is recloned from the active site %s: the clone discards its %d transactions site %s lacks: %s",
+		d.event(true, v1alpha1.EventRecloneRequested, "site %s is recloned from the active site %s: the clone discards its %d transactions site %s lacks: %s",
 			site, active, discard.Count(), active, discard.OneLine())
 	}
 	d.act(Action{Kind: Clone, Site: site, Donor: active, SourceHost: SourceHost(d.in.Namespace, d.in.Group, active), SourcePort: SourcePort,

@@ -83,7 +83,7 @@ func TestRecloneRejected(t *testing.T) {
 			}
 			var msg string
 			for _, e := range d.Events {
-				if e.Reason == EventRecloneRejected && e.Warning {
+				if e.Reason == v1alpha1.EventRecloneRejected && e.Warning {
 					msg = e.Message
 				}
 			}
@@ -122,7 +122,7 @@ func TestRecloneAcceptedRecordsDivergenceFirst(t *testing.T) {
 	}
 	var ev *Event
 	for i := range d.Events {
-		if d.Events[i].Reason == EventRecloneRequested {
+		if d.Events[i].Reason == v1alpha1.EventRecloneRequested {
 			ev = &d.Events[i]
 		}
 	}
@@ -184,7 +184,7 @@ func TestRecloneColdAndHistoryBound(t *testing.T) {
 		if got := strings.Join(actions(d), ","); got != "Clone dr" || !d.Actions[0].Discard.IsEmpty() {
 			t.Fatalf("round %d: actions %q", i, got)
 		}
-		if !hasEvent(d, EventRecloneRequested, false) {
+		if !hasEvent(d, v1alpha1.EventRecloneRequested, false) {
 			t.Fatalf("cold reclone event %+v", d.Events)
 		}
 		st = d.Status

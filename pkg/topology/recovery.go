@@ -6,10 +6,6 @@ import (
 	"github.com/shipstream/bloodraven/pkg/apis/shipstream/v1alpha1"
 )
 
-// EventOldPrimaryRejoined (Normal): the former primary of the last failover
-// held nothing the active site lacks and now replicates from it.
-const EventOldPrimaryRejoined = "OldPrimaryRejoined"
-
 // isOldPrimary: the site was the source of the last failover to active.
 func (d *decider) isOldPrimary(site, active string) bool {
 	lf := d.out.Status.LastFailover
@@ -39,7 +35,7 @@ func (d *decider) trackRecovery(s SiteSpec, st *v1alpha1.SiteStatus, active stri
 	switch {
 	case rejoined && p != nil && p.RecoveryState == v1alpha1.RecoveryInProgress:
 		st.RecoveryState = ""
-		d.event(false, EventOldPrimaryRejoined, "old primary %s held nothing site %s lacks and replicates from it again", s.Name, active)
+		d.event(false, v1alpha1.EventOldPrimaryRejoined, "old primary %s held nothing site %s lacks and replicates from it again", s.Name, active)
 	case rejoined:
 		st.RecoveryState = ""
 	case returning:

@@ -60,7 +60,7 @@ func TestReturningOldPrimaryRejoins(t *testing.T) {
 	if s := siteStatus(done, "iad"); s.RecoveryState != "" {
 		t.Fatalf("iad after rejoining %+v", s)
 	}
-	if c := cond(done, v1alpha1.ConditionRecoveryPending); c.Status != metav1.ConditionFalse || !hasEvent(done, EventOldPrimaryRejoined, false) {
+	if c := cond(done, v1alpha1.ConditionRecoveryPending); c.Status != metav1.ConditionFalse || !hasEvent(done, v1alpha1.EventOldPrimaryRejoined, false) {
 		t.Fatalf("RecoveryPending %+v events %+v", c, done.Events)
 	}
 	// Later its replication breaks: Degraded, not a recovery.

@@ -140,7 +140,7 @@ func ChooseBootstrapSite(cands []Candidate) BootstrapVerdict {
 			ahead = append(ahead, fmt.Sprintf("%s (%s, %s)", c.Name, c.Role, state))
 		}
 	}
-	return BootstrapVerdict{Reason: ReasonNoEligibleCandidate, Message: fmt.Sprintf(
+	return BootstrapVerdict{Reason: v1alpha1.ReasonNoEligibleCandidate, Message: fmt.Sprintf(
 		"no reachable PrimaryCandidate holds every transaction; only %s does: no site is made writable", strings.Join(ahead, ", "))}
 }
 

@@ -10,24 +10,6 @@ import (
 	"github.com/shipstream/bloodraven/pkg/observe"
 )
 
-// Event reasons of split brain (several writable sites, no active site on
-// record).
-const (
-	// EventSplitBrainDetected (Warning): several sites are writable and
-	// nothing says which one serves; without splitBrainPolicy.sitePriorities
-	// none is fenced automatically.
-	EventSplitBrainDetected = "SplitBrainDetected"
-	// EventSplitBrainResolutionStarted (Warning): sitePriorities names the
-	// site to keep; the intent was recorded and the others are fenced.
-	EventSplitBrainResolutionStarted = "SplitBrainResolutionStarted"
-	// EventSplitBrainResolved (Normal): the kept site is the only writable
-	// one and is published as the active site.
-	EventSplitBrainResolved = "SplitBrainResolved"
-	// EventSplitBrainResolutionAborted (Warning): the kept site stopped being
-	// writable or reachable before the resolution completed.
-	EventSplitBrainResolutionAborted = "SplitBrainResolutionAborted"
-)
-
 // writableSites are the trusted writable sites in spec order.
 func (d *decider) writableSites() []string {
 	var out []string
@@ -77,7 +59,7 @@ func (d *decider) splitBrain() bool {
 		d.degrade(v1alpha1.ReasonSplitBrain, "%s", msg)
 		d.waiting = "split brain: waiting for a human"
 		if prev := findCondition(d.in.Status.Conditions, v1alpha1.ConditionDegraded); prev == nil || prev.Reason != v1alpha1.ReasonSplitBrain {
-			d.event(true, EventSplitBrainDetected, "%s", msg)
+			d.event(true, v1alpha1.EventSplitBrainDetected, "%s", msg)
 		}
 		return true
 	}
@@ -98,7 +80,7 @@ func (d *decider) splitBrain() bool {
 	d.fenceWritable(keep, fmt.Sprintf("split brain: site %s is kept (sitePriorities)", keep))
 	d.degrade(v1alpha1.ReasonSplitBrain, "%s", msg)
 	d.waiting = "split brain: fencing every site but " + keep
-	d.event(true, EventSplitBrainResolutionStarted, "%s", msg)
+	d.event(true, v1alpha1.EventSplitBrainResolutionStarted, "%s", msg)
 	return true
 }
 
@@ -112,7 +94,7 @@ func (d *decider) continueSplitBrain(t *v1alpha1.Transition) {
 		d.out.Status.Transition = nil
 		d.out.WriteFirst = true
 		d.waiting = "split brain resolution abandoned"
-		d.event(true, EventSplitBrainResolutionAborted, "split brain resolution keeping site %s abandoned: it is no longer a reachable writable site; the situation is judged again", keep)
+		d.event(true, v1alpha1.EventSplitBrainResolutionAborted, "split brain resolution keeping site %s abandoned: it is no longer a reachable writable site; the situation is judged again", keep)
 		return
 	}
 	if kv == nil {
@@ -133,6 +115,6 @@ func (d *decider) continueSplitBrain(t *v1alpha1.Transition) {
 	d.out.Status.TopologyGeneration = t.TopologyGeneration
 	d.out.Status.Transition = nil
 	d.out.WriteFirst = true
-	d.event(false, EventSplitBrainResolved, "site %s is the only writable site and the active site; topologyGeneration is %d", keep, t.TopologyGeneration)
+	d.event(false, v1alpha1.EventSplitBrainResolved, "site %s is the only writable site and the active site; topologyGeneration is %d", keep, t.TopologyGeneration)
 	d.steady(keep)
 }

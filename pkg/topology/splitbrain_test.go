@@ -33,11 +33,11 @@ func TestSplitBrainWithoutPrioritiesFencesNothing(t *testing.T) {
 			if deg.Status != metav1.ConditionTrue || deg.Reason != v1alpha1.ReasonSplitBrain || !strings.Contains(deg.Message, "iad, pdx") || !strings.Contains(deg.Message, "sitePriorities") {
 				t.Fatalf("Degraded %+v", deg)
 			}
-			if !hasEvent(d, EventSplitBrainDetected, true) {
+			if !hasEvent(d, v1alpha1.EventSplitBrainDetected, true) {
 				t.Fatalf("events %+v", d.Events)
 			}
 			// The Warning is not repeated on the next poll.
-			if again := Decide(newInput(obs, d.Status)); hasEvent(again, EventSplitBrainDetected, true) || len(again.Actions) != 0 {
+			if again := Decide(newInput(obs, d.Status)); hasEvent(again, v1alpha1.EventSplitBrainDetected, true) || len(again.Actions) != 0 {
 				t.Fatalf("second poll: events %+v actions %v", again.Events, actions(again))
 			}
 		})
@@ -55,7 +55,7 @@ func TestSplitBrainWithPriorities(t *testing.T) {
 	if got := strings.Join(actions(d), ","); got != "Fence iad" {
 		t.Fatalf("actions %q, want the lower-priority writer fenced", got)
 	}
-	if d.Status.ActiveSite != "" || !hasEvent(d, EventSplitBrainResolutionStarted, true) {
+	if d.Status.ActiveSite != "" || !hasEvent(d, v1alpha1.EventSplitBrainResolutionStarted, true) {
 		t.Fatalf("active %q events %+v", d.Status.ActiveSite, d.Events)
 	}
 
@@ -75,7 +75,7 @@ func TestSplitBrainWithPriorities(t *testing.T) {
 	if !done.WriteFirst || done.Status.ActiveSite != "pdx" || done.Status.TopologyGeneration != 1 || done.Status.Transition != nil {
 		t.Fatalf("completion %+v", done.Status)
 	}
-	if !hasEvent(done, EventSplitBrainResolved, false) {
+	if !hasEvent(done, v1alpha1.EventSplitBrainResolved, false) {
 		t.Fatalf("events %+v", done.Events)
 	}
 	// iad's extra transactions are now a divergence record, not rejoined.
@@ -112,7 +112,7 @@ func TestSplitBrainResolutionAbortsWhenKeptSiteIsLost(t *testing.T) {
 	in2 := newInput(obs, d.Status)
 	in2.Failover.Priorities = in.Failover.Priorities
 	ab := Decide(in2)
-	if ab.Status.Transition != nil || ab.Status.ActiveSite != "" || !hasEvent(ab, EventSplitBrainResolutionAborted, true) {
+	if ab.Status.Transition != nil || ab.Status.ActiveSite != "" || !hasEvent(ab, v1alpha1.EventSplitBrainResolutionAborted, true) {
 		t.Fatalf("abort: %+v events %+v", ab.Status, ab.Events)
 	}
 	for _, a := range ab.Actions {

@@ -23,7 +23,6 @@ import (
 	"github.com/shipstream/bloodraven/pkg/apis/shipstream/v1alpha1"
 	"github.com/shipstream/bloodraven/pkg/controller"
 	"github.com/shipstream/bloodraven/pkg/controllers/database"
-	"github.com/shipstream/bloodraven/pkg/events"
 	"github.com/shipstream/bloodraven/pkg/logging"
 	"github.com/shipstream/bloodraven/pkg/operator"
 )
@@ -205,7 +204,7 @@ func TestReadyFollowsTheGroup(t *testing.T) {
 	if msg := meta.FindStatusCondition(db.Status.Conditions, v1alpha1.ConditionReady).Message; !strings.Contains(msg, `"orders"`) {
 		t.Errorf("message %q does not name the group", msg)
 	}
-	if _, ok := eventReasons(t, ns, "orders-app")[events.DatabaseGroupResolved]; ok {
+	if _, ok := eventReasons(t, ns, "orders-app")[v1alpha1.EventDatabaseGroupResolved]; ok {
 		t.Fatal("DatabaseGroupResolved recorded while the group is missing")
 	}
 
@@ -214,22 +213,22 @@ func TestReadyFollowsTheGroup(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitReady(t, c, ns, "orders-app", database.ReasonGroupNotReady, database.PhasePending)
-	waitEvent(t, ns, "orders-app", events.DatabaseGroupResolved, corev1.EventTypeNormal)
+	waitReady(t, c, ns, "orders-app", v1alpha1.ReasonGroupNotReady, database.PhasePending)
+	waitEvent(t, ns, "orders-app", v1alpha1.EventDatabaseGroupResolved, corev1.EventTypeNormal)
 
 	// The group reports Ready: the schema can be applied.
 	meta.SetStatusCondition(&group.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonHealthy, Message: "test"})
 	if _, err := c.ShipstreamV1alpha1().MysqlFailoverGroups(ns).UpdateStatus(ctx, group, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitReady(t, c, ns, "orders-app", database.ReasonApplying, database.PhaseApplying)
+	waitReady(t, c, ns, "orders-app", v1alpha1.ReasonApplying, database.PhaseApplying)
 
 	// The group is deleted: back to waiting for it, with a Warning.
 	if err := c.ShipstreamV1alpha1().MysqlFailoverGroups(ns).Delete(ctx, "orders", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	waitReady(t, c, ns, "orders-app", v1alpha1.ReasonGroupNotYetCreated, database.PhasePending)
-	waitEvent(t, ns, "orders-app", events.DatabaseGroupLost, corev1.EventTypeWarning)
+	waitEvent(t, ns, "orders-app", v1alpha1.EventDatabaseGroupLost, corev1.EventTypeWarning)
 }
 
 func TestObservedGenerationFollowsSpecEdits(t *testing.T) {
@@ -269,7 +268,7 @@ func TestUnchangedStatusIsNotWritten(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	before := waitReady(t, c, ns, "app", database.ReasonGroupNotReady, database.PhasePending)
+	before := waitReady(t, c, ns, "app", v1alpha1.ReasonGroupNotReady, database.PhasePending)
 	writesBefore := writes.n.Load()
 	for i := range 3 {
 		// Each group update wakes the database: wait until the queue has

@@ -11,7 +11,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/shipstream/bloodraven/pkg/apis/shipstream/v1alpha1"
-	"github.com/shipstream/bloodraven/pkg/events"
 )
 
 // Phases of a MysqlDatabase (the CRD's enum).
@@ -21,18 +20,6 @@ const (
 	PhaseReady    v1alpha1.DatabasePhase = "Ready"
 	PhaseFailed   v1alpha1.DatabasePhase = "Failed"
 	PhaseDeleting v1alpha1.DatabasePhase = "Deleting"
-)
-
-// Ready condition reasons besides v1alpha1.ReasonGroupNotYetCreated.
-const (
-	// ReasonGroupDeleting: the group exists but is being deleted.
-	ReasonGroupDeleting = "GroupDeleting"
-	// ReasonGroupNotReady: the group exists but its own Ready is not True.
-	ReasonGroupNotReady = "GroupNotReady"
-	// ReasonApplying: the group is ready; the schema is being applied.
-	ReasonApplying = "Applying"
-	// ReasonDeleting: the MysqlDatabase itself is being deleted.
-	ReasonDeleting = "Deleting"
 )
 
 // Decision is the status a MysqlDatabase must carry and the Event, if any,
@@ -67,12 +54,12 @@ func readiness(db *v1alpha1.MysqlDatabase, group *v1alpha1.MysqlFailoverGroup) (
 	ref := db.Spec.FailoverGroupRef.Name
 	switch {
 	case db.DeletionTimestamp != nil:
-		return PhaseDeleting, ReasonDeleting, "the MysqlDatabase is being deleted"
+		return PhaseDeleting, v1alpha1.ReasonDeleting, "the MysqlDatabase is being deleted"
 	case group == nil:
 		return PhasePending, v1alpha1.ReasonGroupNotYetCreated,
 			fmt.Sprintf("MysqlFailoverGroup %q does not exist in namespace %q yet; the schema is applied once it does", ref, db.Namespace)
 	case group.DeletionTimestamp != nil:
-		return PhasePending, ReasonGroupDeleting, fmt.Sprintf("MysqlFailoverGroup %q is being deleted", ref)
+		return PhasePending, v1alpha1.ReasonGroupDeleting, fmt.Sprintf("MysqlFailoverGroup %q is being deleted", ref)
 	}
 	gr := meta.FindStatusCondition(group.Status.Conditions, v1alpha1.ConditionReady)
 	if gr == nil || gr.Status != metav1.ConditionTrue {
@@ -80,9 +67,9 @@ func readiness(db *v1alpha1.MysqlDatabase, group *v1alpha1.MysqlFailoverGroup) (
 		if gr != nil {
 			why = fmt.Sprintf("its Ready condition is %s/%s", gr.Status, gr.Reason)
 		}
-		return PhasePending, ReasonGroupNotReady, fmt.Sprintf("waiting for MysqlFailoverGroup %q: %s", ref, why)
+		return PhasePending, v1alpha1.ReasonGroupNotReady, fmt.Sprintf("waiting for MysqlFailoverGroup %q: %s", ref, why)
 	}
-	return PhaseApplying, ReasonApplying, fmt.Sprintf("applying schema %q on the active site of MysqlFailoverGroup %q", db.Spec.DatabaseName, ref)
+	return PhaseApplying, v1alpha1.ReasonApplying, fmt.Sprintf("applying schema %q on the active site of MysqlFailoverGroup %q", db.Spec.DatabaseName, ref)
 }
 
 // groupEvent reports the group appearing or disappearing, judged from the
@@ -93,12 +80,12 @@ func groupEvent(db *v1alpha1.MysqlDatabase, newReason string) (string, string, s
 	nowMissing := newReason == v1alpha1.ReasonGroupNotYetCreated
 	ref := db.Spec.FailoverGroupRef.Name
 	switch {
-	case newReason == ReasonDeleting:
+	case newReason == v1alpha1.ReasonDeleting:
 		return "", "", ""
 	case wasMissing && !nowMissing:
-		return "Normal", events.DatabaseGroupResolved, fmt.Sprintf("MysqlFailoverGroup %q found", ref)
+		return "Normal", v1alpha1.EventDatabaseGroupResolved, fmt.Sprintf("MysqlFailoverGroup %q found", ref)
 	case prev != nil && !wasMissing && nowMissing:
-		return "Warning", events.DatabaseGroupLost, fmt.Sprintf("MysqlFailoverGroup %q no longer exists", ref)
+		return "Warning", v1alpha1.EventDatabaseGroupLost, fmt.Sprintf("MysqlFailoverGroup %q no longer exists", ref)
 	}
 	return "", "", ""
 }

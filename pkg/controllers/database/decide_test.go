@@ -8,7 +8,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/shipstream/bloodraven/pkg/apis/shipstream/v1alpha1"
-	"github.com/shipstream/bloodraven/pkg/events"
 )
 
 func db(gen int64, prevReason string) *v1alpha1.MysqlDatabase {
@@ -48,13 +47,13 @@ func TestDecide(t *testing.T) {
 	}{
 		{"first look, no group", db(1, ""), nil, PhasePending, v1alpha1.ReasonGroupNotYetCreated, "", ""},
 		{"still no group", db(1, v1alpha1.ReasonGroupNotYetCreated), nil, PhasePending, v1alpha1.ReasonGroupNotYetCreated, "", ""},
-		{"group appears, not ready", db(1, v1alpha1.ReasonGroupNotYetCreated), group("", false), PhasePending, ReasonGroupNotReady, "Normal", events.DatabaseGroupResolved},
-		{"group found at first look", db(1, ""), group(metav1.ConditionFalse, false), PhasePending, ReasonGroupNotReady, "Normal", events.DatabaseGroupResolved},
-		{"group ready", db(2, ReasonGroupNotReady), group(metav1.ConditionTrue, false), PhaseApplying, ReasonApplying, "", ""},
-		{"group unknown", db(2, ReasonApplying), group(metav1.ConditionUnknown, false), PhasePending, ReasonGroupNotReady, "", ""},
-		{"group deleting", db(2, ReasonApplying), group(metav1.ConditionTrue, true), PhasePending, ReasonGroupDeleting, "", ""},
-		{"group gone", db(2, ReasonApplying), nil, PhasePending, v1alpha1.ReasonGroupNotYetCreated, "Warning", events.DatabaseGroupLost},
-		{"database deleting", deleting, nil, PhaseDeleting, ReasonDeleting, "", ""},
+		{"group appears, not ready", db(1, v1alpha1.ReasonGroupNotYetCreated), group("", false), PhasePending, v1alpha1.ReasonGroupNotReady, "Normal", v1alpha1.EventDatabaseGroupResolved},
+		{"group found at first look", db(1, ""), group(metav1.ConditionFalse, false), PhasePending, v1alpha1.ReasonGroupNotReady, "Normal", v1alpha1.EventDatabaseGroupResolved},
+		{"group ready", db(2, v1alpha1.ReasonGroupNotReady), group(metav1.ConditionTrue, false), PhaseApplying, v1alpha1.ReasonApplying, "", ""},
+		{"group unknown", db(2, v1alpha1.ReasonApplying), group(metav1.ConditionUnknown, false), PhasePending, v1alpha1.ReasonGroupNotReady, "", ""},
+		{"group deleting", db(2, v1alpha1.ReasonApplying), group(metav1.ConditionTrue, true), PhasePending, v1alpha1.ReasonGroupDeleting, "", ""},
+		{"group gone", db(2, v1alpha1.ReasonApplying), nil, PhasePending, v1alpha1.ReasonGroupNotYetCreated, "Warning", v1alpha1.EventDatabaseGroupLost},
+		{"database deleting", deleting, nil, PhaseDeleting, v1alpha1.ReasonDeleting, "", ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -30,7 +30,6 @@ import (
 	v1alpha1 "github.com/shipstream/bloodraven/pkg/apis/shipstream/v1alpha1"
 	"github.com/shipstream/bloodraven/pkg/controller"
 	"github.com/shipstream/bloodraven/pkg/leasestore"
-	"github.com/shipstream/bloodraven/pkg/events"
 	"github.com/shipstream/bloodraven/pkg/metrics"
 )
 
@@ -227,7 +226,7 @@ func (c *Controller) report(g *v1alpha1.MysqlFailoverGroup, revoked []leasestore
 		if reason == leasestore.ReasonTopologyChanged {
 			msg += fmt.Sprintf(" (granted at topologyGeneration %d, now %d)", r.TopologyGeneration, gen)
 		}
-		c.cfg.Recorder.Event(g, corev1.EventTypeNormal, events.DeploymentLeaseRevoked, msg)
+		c.cfg.Recorder.Event(g, corev1.EventTypeNormal, v1alpha1.EventDeploymentLeaseRevoked, msg)
 		c.log.Info("deployment lease revoked", "namespace", g.Namespace, "group", g.Name, "kind", string(r.Kind),
 			"operationId", r.OperationID, "instance", r.Instance, "reason", string(reason))
 	}

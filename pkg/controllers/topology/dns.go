@@ -1,6 +1,8 @@
 package topology
 
 import (
+	"github.com/shipstream/bloodraven/pkg/apis/shipstream/v1alpha1"
+
 	"context"
 	"fmt"
 	"time"
@@ -58,7 +60,7 @@ func (p *pass) dns(ctx context.Context) {
 	desired := render.DNSEndpoint(g)
 	if desired == nil {
 		msg := "no active site with a loadBalancerIP yet: the DNS record is left as it is"
-		p.setCondition(ConditionDNSReady, metav1.ConditionFalse, ReasonNoDNSTarget, msg)
+		p.setCondition(v1alpha1.ConditionDNSReady, metav1.ConditionFalse, v1alpha1.ReasonNoDNSTarget, msg)
 		return
 	}
 	present, err := p.c.dnsCRDPresent()
@@ -69,10 +71,10 @@ func (p *pass) dns(ctx context.Context) {
 	target := g.Spec.Sites[siteIdx(g, g.Status.ActiveSite)].LoadBalancerIP
 	if !present {
 		msg := fmt.Sprintf("the external-dns CRD %s is not installed: %s is not pointed at %s (site %s)", dnsCRDName, g.Spec.DNS.Hostname, target, g.Status.ActiveSite)
-		if p.changed(ConditionDNSReady, metav1.ConditionFalse, ReasonDNSEndpointCRDMissing, msg) {
-			p.c.recorder.Event(g, corev1.EventTypeWarning, EventDNSEndpointSkippedCRDMissing, msg)
+		if p.changed(v1alpha1.ConditionDNSReady, metav1.ConditionFalse, v1alpha1.ReasonDNSEndpointCRDMissing, msg) {
+			p.c.recorder.Event(g, corev1.EventTypeWarning, v1alpha1.EventDNSEndpointSkippedCRDMissing, msg)
 		}
-		p.setCondition(ConditionDNSReady, metav1.ConditionFalse, ReasonDNSEndpointCRDMissing, msg)
+		p.setCondition(v1alpha1.ConditionDNSReady, metav1.ConditionFalse, v1alpha1.ReasonDNSEndpointCRDMissing, msg)
 		p.requeue = p.c.dnsRecheck
 		return
 	}
@@ -87,7 +89,7 @@ func (p *pass) dns(ctx context.Context) {
 			p.fail(fmt.Errorf("create DNSEndpoint %s: %w", desired.GetName(), err))
 			return
 		}
-		p.c.recorder.Eventf(g, corev1.EventTypeNormal, EventDNSEndpointUpdated, "%s now points at %s (site %s)", g.Spec.DNS.Hostname, target, g.Status.ActiveSite)
+		p.c.recorder.Eventf(g, corev1.EventTypeNormal, v1alpha1.EventDNSEndpointUpdated, "%s now points at %s (site %s)", g.Spec.DNS.Hostname, target, g.Status.ActiveSite)
 	case err != nil:
 		p.fail(fmt.Errorf("get DNSEndpoint %s: %w", desired.GetName(), err))
 		return
@@ -107,11 +109,11 @@ func (p *pass) dns(ctx context.Context) {
 				return
 			}
 			if targets(live) != targets(desired) {
-				p.c.recorder.Eventf(g, corev1.EventTypeNormal, EventDNSEndpointUpdated, "%s now points at %s (site %s)", g.Spec.DNS.Hostname, target, g.Status.ActiveSite)
+				p.c.recorder.Eventf(g, corev1.EventTypeNormal, v1alpha1.EventDNSEndpointUpdated, "%s now points at %s (site %s)", g.Spec.DNS.Hostname, target, g.Status.ActiveSite)
 			}
 		}
 	}
-	p.setCondition(ConditionDNSReady, metav1.ConditionTrue, ReasonDNSEndpointCurrent,
+	p.setCondition(v1alpha1.ConditionDNSReady, metav1.ConditionTrue, v1alpha1.ReasonDNSEndpointCurrent,
 		fmt.Sprintf("%s points at %s (site %s)", g.Spec.DNS.Hostname, target, g.Status.ActiveSite))
 }
 

@@ -39,7 +39,7 @@ func (c *Controller) finalize(ctx context.Context, g *v1alpha1.MysqlFailoverGrou
 		if err != nil {
 			errs = append(errs, err)
 		} else if changed {
-			c.recorder.Eventf(g, corev1.EventTypeNormal, EventNodeUntainted, "node %s: removed %s (group deleted)", n.Name, key)
+			c.recorder.Eventf(g, corev1.EventTypeNormal, v1alpha1.EventNodeUntainted, "node %s: removed %s (group deleted)", n.Name, key)
 		}
 	}
 	// Ask discovery afresh: a CRD installed since the last check must not
@@ -49,7 +49,7 @@ func (c *Controller) finalize(ctx context.Context, g *v1alpha1.MysqlFailoverGrou
 	if err != nil {
 		errs = append(errs, err)
 	} else if deleted {
-		c.recorder.Eventf(g, corev1.EventTypeNormal, EventDNSEndpointDeleted, "DNSEndpoint %s deleted (group deleted)", render.DNSEndpointName(g.Name))
+		c.recorder.Eventf(g, corev1.EventTypeNormal, v1alpha1.EventDNSEndpointDeleted, "DNSEndpoint %s deleted (group deleted)", render.DNSEndpointName(g.Name))
 	}
 	if len(errs) > 0 {
 		return errors.Join(errs...)

@@ -92,7 +92,7 @@ func (p *mpass) events(evs []topology.Event) {
 			typ = corev1.EventTypeWarning
 		}
 		p.m.ctrl.recorder.Event(p.g, typ, e.Reason, e.Message)
-		if e.Reason == topology.EventFailoverRefused {
+		if e.Reason == v1alpha1.EventFailoverRefused {
 			p.m.opts.Metrics.failoverRefused()
 		}
 	}
@@ -142,7 +142,7 @@ func (p *mpass) do(ctx context.Context, a topology.Action) error {
 			log.Error("fence failed", "err", err.Error())
 			return err
 		}
-		p.recordf(corev1.EventTypeWarning, topology.EventSiteFenced, "site %s fenced (super_read_only=ON): %s", a.Site, a.Why)
+		p.recordf(corev1.EventTypeWarning, v1alpha1.EventSiteFenced, "site %s fenced (super_read_only=ON): %s", a.Site, a.Why)
 	case topology.MakeWritable:
 		f := c.Unfence
 		if a.ResetReplication {
@@ -154,17 +154,17 @@ func (p *mpass) do(ctx context.Context, a topology.Action) error {
 		}
 		log.Info("site made writable", "why", a.Why)
 		if p.g.Status.Transition == nil && p.g.Status.ActiveSite == a.Site {
-			p.recordf(corev1.EventTypeNormal, topology.EventActiveSiteReasserted, "site %s made writable again: %s", a.Site, a.Why)
+			p.recordf(corev1.EventTypeNormal, v1alpha1.EventActiveSiteReasserted, "site %s made writable again: %s", a.Site, a.Why)
 		}
 	case topology.Repoint:
 		src := mysql.Source{Host: a.SourceHost, Port: a.SourcePort, User: p.creds.ReplicationUser,
 			Password: p.creds.ReplicationPassword, SSL: p.g.Spec.TLS != nil}
 		if err := c.Repoint(actx, src); err != nil {
 			log.Error("repoint failed", "err", err.Error())
-			p.recordf(corev1.EventTypeWarning, topology.EventFollowerRepointFailed, "site %s could not be pointed at %s: %v", a.Site, a.SourceHost, err)
+			p.recordf(corev1.EventTypeWarning, v1alpha1.EventFollowerRepointFailed, "site %s could not be pointed at %s: %v", a.Site, a.SourceHost, err)
 			return err
 		}
-		p.recordf(corev1.EventTypeNormal, topology.EventFollowerRepointed, "site %s now replicates from %s:%d: %s", a.Site, a.SourceHost, a.SourcePort, a.Why)
+		p.recordf(corev1.EventTypeNormal, v1alpha1.EventFollowerRepointed, "site %s now replicates from %s:%d: %s", a.Site, a.SourceHost, a.SourcePort, a.Why)
 	case topology.StopReceiver:
 		if err := c.StopReplicaIOThread(actx); err != nil {
 			log.Error("stop receiver failed", "err", err.Error())
@@ -174,7 +174,7 @@ func (p *mpass) do(ctx context.Context, a topology.Action) error {
 	case topology.StartReplica:
 		if err := c.StartReplica(actx); err != nil {
 			log.Error("start replica failed", "err", err.Error())
-			p.recordf(corev1.EventTypeWarning, topology.EventFollowerRepointFailed, "site %s replication could not be started: %v", a.Site, err)
+			p.recordf(corev1.EventTypeWarning, v1alpha1.EventFollowerRepointFailed, "site %s replication could not be started: %v", a.Site, err)
 			return err
 		}
 		log.Info("replication started", "why", a.Why)
@@ -243,7 +243,7 @@ func (p *mpass) startClone(ctx context.Context, a topology.Action) error {
 	// refuses the clone.
 	if ok, extra := topology.CloneEligible(ro.GTIDExecuted, do.GTIDExecuted); !ok && !extra.IsSubsetOf(a.Discard) {
 		unrecorded := extra.Subtract(a.Discard)
-		p.recordf(corev1.EventTypeWarning, topology.EventCloneRefusedDivergentTransactions,
+		p.recordf(corev1.EventTypeWarning, v1alpha1.EventCloneRefusedDivergentTransactions,
 			"site %s not cloned from %s: it holds %s that %s lacks and no reclone request recorded", a.Site, a.Donor, unrecorded.OneLine(), a.Donor)
 		return fmt.Errorf("site %s holds transactions the donor %s lacks: not cloned", a.Site, a.Donor)
 	}
@@ -267,7 +267,7 @@ func (p *mpass) startClone(ctx context.Context, a topology.Action) error {
 	p.m.mu.Lock()
 	p.st.clones[a.Site] = rec
 	p.m.mu.Unlock()
-	p.recordf(corev1.EventTypeNormal, topology.EventCloneStarted, "cloning site %s from site %s (%s): %s", a.Site, a.Donor, donorAddr, a.Why)
+	p.recordf(corev1.EventTypeNormal, v1alpha1.EventCloneStarted, "cloning site %s from site %s (%s): %s", a.Site, a.Donor, donorAddr, a.Why)
 	p.m.log.Info("clone started", "group", p.key, "site", a.Site, "donor", a.Donor, "cloneTimeout", timeout.String())
 	g := p.g
 	go func() {
@@ -285,10 +285,10 @@ func (p *mpass) startClone(ctx context.Context, a topology.Action) error {
 		p.m.mu.Unlock()
 		if err != nil {
 			p.m.log.Error("clone failed", "group", p.key, "site", a.Site, "donor", a.Donor, "err", err.Error())
-			p.m.ctrl.recorder.Eventf(g, corev1.EventTypeWarning, topology.EventCloneFailed, "clone of site %s from site %s failed: %v", a.Site, a.Donor, err)
+			p.m.ctrl.recorder.Eventf(g, corev1.EventTypeWarning, v1alpha1.EventCloneFailed, "clone of site %s from site %s failed: %v", a.Site, a.Donor, err)
 		} else {
 			p.m.log.Info("clone finished", "group", p.key, "site", a.Site, "donor", a.Donor)
-			p.m.ctrl.recorder.Eventf(g, corev1.EventTypeNormal, topology.EventCloneSucceeded, "site %s was cloned from site %s", a.Site, a.Donor)
+			p.m.ctrl.recorder.Eventf(g, corev1.EventTypeNormal, v1alpha1.EventCloneSucceeded, "site %s was cloned from site %s", a.Site, a.Donor)
 		}
 		p.enqueue()
 	}()
@@ -316,7 +316,7 @@ func (p *mpass) fence(ctx context.Context, c *mysql.Client, site string) error {
 	}
 	killed, kerr := c.EvictClientSessions(ctx, p.creds.User, p.creds.ReplicationUser)
 	if len(killed) > 0 {
-		p.recordf(corev1.EventTypeWarning, topology.EventClientSessionsEvicted,
+		p.recordf(corev1.EventTypeWarning, v1alpha1.EventClientSessionsEvicted,
 			"killed %d client sessions on site %s: their open transactions kept it from being fenced", len(killed), site)
 	}
 	if kerr != nil {

@@ -134,7 +134,7 @@ func (p *mpass) evictSessions(ctx context.Context, site string) error {
 	defer cancel()
 	killed, err := c.EvictClientSessions(ctx, p.creds.User, p.creds.ReplicationUser)
 	if len(killed) > 0 {
-		p.recordf(corev1.EventTypeNormal, topology.EventClientSessionsEvicted, "evicted %d client sessions from the former primary %s", len(killed), site)
+		p.recordf(corev1.EventTypeNormal, v1alpha1.EventClientSessionsEvicted, "evicted %d client sessions from the former primary %s", len(killed), site)
 	}
 	return err
 }

@@ -6,9 +6,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/shipstream/bloodraven/pkg/apis/shipstream/v1alpha1"
-	"github.com/shipstream/bloodraven/pkg/stability"
 	"github.com/shipstream/bloodraven/pkg/metrics"
 	"github.com/shipstream/bloodraven/pkg/observe"
+	"github.com/shipstream/bloodraven/pkg/stability"
 	"github.com/shipstream/bloodraven/pkg/topology"
 )
 

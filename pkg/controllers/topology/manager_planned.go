@@ -18,10 +18,6 @@ import (
 // leasestore.Store.Holds).
 type HoldsFunc func(ctx context.Context, g leasestore.GroupRef, topologyGeneration int64) (leasestore.HoldSummary, error)
 
-// EventAutomaticFailoverHoldClearRejected (Warning): the clear-hold
-// annotation did not name the group; it is removed unapplied.
-const EventAutomaticFailoverHoldClearRejected = "AutomaticFailoverHoldClearRejected"
-
 // planned runs planned-failover admission for this pass (the annotation and
 // a claim still Admitting or Deferred) and fills in the planned part of
 // the decision's input: the holds re-read right before fencing, whether
@@ -84,7 +80,7 @@ func (p *mpass) clearHoldAnnotation(ctx context.Context) error {
 		return nil // not stored yet: the next pass clears it
 	}
 	if v != p.g.Name {
-		p.recordf(corev1.EventTypeWarning, EventAutomaticFailoverHoldClearRejected,
+		p.recordf(corev1.EventTypeWarning, v1alpha1.EventAutomaticFailoverHoldClearRejected,
 			"annotation %s=%q refused and removed: its value must be the group's name (%s)", topology.AnnotationClearAutomaticFailoverHold, v, p.g.Name)
 	}
 	out := p.g.DeepCopy()

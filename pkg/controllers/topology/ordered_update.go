@@ -83,7 +83,7 @@ func (p *pass) startHandoff(ctx context.Context, h Handoff) error {
 	if h.Retry {
 		msg += fmt.Sprintf("; retry after planned failover %s failed", h.PreviousRun)
 	}
-	p.c.recorder.Event(stored, corev1.EventTypeNormal, EventOrderedUpdateHandoffStarted, msg)
+	p.c.recorder.Event(stored, corev1.EventTypeNormal, v1alpha1.EventOrderedUpdateHandoffStarted, msg)
 	p.c.log.Info("ordered update: handoff started", "namespace", g.Namespace, "group", g.Name,
 		"runID", claim.RunID, "sourceSite", claim.SourceSite, "targetSite", h.Target, "retry", h.Retry)
 	return nil
@@ -97,7 +97,7 @@ func (p *pass) announceHandoffFailure(f HandoffFailure) {
 	case f.Moved:
 		msg = fmt.Sprintf("planned failover %s ended %s/%s after publishing site %s as the active site (see status.plannedFailover.result); the ordered update goes on with the former primary as a follower",
 			f.RunID, f.Outcome, f.Reason, f.Target)
-		p.c.recorder.Event(p.g, corev1.EventTypeWarning, EventOrderedUpdateHandoffFailed, msg)
+		p.c.recorder.Event(p.g, corev1.EventTypeWarning, v1alpha1.EventOrderedUpdateHandoffFailed, msg)
 		return
 	}
 	if !f.RetryAt.IsZero() {
@@ -105,7 +105,7 @@ func (p *pass) announceHandoffFailure(f HandoffFailure) {
 	} else {
 		msg += "; the ordered update retries the handoff"
 	}
-	p.c.recorder.Event(p.g, corev1.EventTypeWarning, EventOrderedUpdateHandoffFailed, msg)
+	p.c.recorder.Event(p.g, corev1.EventTypeWarning, v1alpha1.EventOrderedUpdateHandoffFailed, msg)
 }
 
 // updatingCondition reports the rollout: True/OrderedUpdateStalled when it
@@ -114,13 +114,13 @@ func (p *pass) announceHandoffFailure(f HandoffFailure) {
 func (p *pass) updatingCondition(plan Rollout) {
 	if st := plan.Stall; st != nil {
 		if prev := p.previous(v1alpha1.ConditionUpdating); prev == nil || prev.Reason != v1alpha1.ReasonOrderedUpdateStalled {
-			p.c.recorder.Event(p.g, corev1.EventTypeWarning, EventOrderedUpdateStalled, st.Message)
+			p.c.recorder.Event(p.g, corev1.EventTypeWarning, v1alpha1.EventOrderedUpdateStalled, st.Message)
 		}
 		p.setCondition(v1alpha1.ConditionUpdating, metav1.ConditionTrue, v1alpha1.ReasonOrderedUpdateStalled, st.Message)
 		return
 	}
 	if plan.Done() {
-		p.setCondition(v1alpha1.ConditionUpdating, metav1.ConditionFalse, ReasonUpToDate, "every site runs the current pod template")
+		p.setCondition(v1alpha1.ConditionUpdating, metav1.ConditionFalse, v1alpha1.ReasonUpToDate, "every site runs the current pod template")
 		return
 	}
 	msg := "rolling onto the new pod template"
@@ -138,5 +138,5 @@ func (p *pass) updatingCondition(plan Rollout) {
 	for _, n := range plan.Notes {
 		msg += "; " + n
 	}
-	p.setCondition(v1alpha1.ConditionUpdating, metav1.ConditionTrue, ReasonRolling, msg)
+	p.setCondition(v1alpha1.ConditionUpdating, metav1.ConditionTrue, v1alpha1.ReasonRolling, msg)
 }

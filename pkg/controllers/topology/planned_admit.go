@@ -99,12 +99,12 @@ func (a *PlannedAdmitter) takeRequest(ctx context.Context, g *v1alpha1.MysqlFail
 	cur := g.Status.PlannedFailover
 	switch req, err := topology.ParsePlannedFailoverValue(value); {
 	case err != nil:
-		a.Recorder.Eventf(g, corev1.EventTypeWarning, topology.EventPlannedFailoverRejected,
+		a.Recorder.Eventf(g, corev1.EventTypeWarning, v1alpha1.EventPlannedFailoverRejected,
 			"annotation %s=%q refused and removed: %v", topology.AnnotationPlannedFailover, value, err)
 	case cur != nil && !cur.Phase.IsTerminal() && cur.TargetSite == req.Site:
 		// Our own claim from before a crash, or a repeat: nothing new.
 	case cur != nil && !cur.Phase.IsTerminal():
-		a.Recorder.Eventf(g, corev1.EventTypeWarning, topology.EventPlannedFailoverRejected,
+		a.Recorder.Eventf(g, corev1.EventTypeWarning, v1alpha1.EventPlannedFailoverRejected,
 			"annotation %s=%q refused and removed: run %s to site %s is %s", topology.AnnotationPlannedFailover, value, cur.RunID, cur.TargetSite, cur.Phase)
 	default:
 		wait := time.Duration(0)
@@ -180,11 +180,11 @@ func retryIn(v topology.PlannedAdmission, now time.Time) time.Duration {
 func (a *PlannedAdmitter) announce(g *v1alpha1.MysqlFailoverGroup, c v1alpha1.PlannedFailoverStatus, v topology.PlannedAdmission) {
 	switch c.Phase {
 	case v1alpha1.PlannedFailoverDeferred:
-		a.Recorder.Eventf(g, corev1.EventTypeNormal, topology.EventPlannedFailoverDeferred, "planned failover %s to site %s deferred (%s): %s", c.RunID, c.TargetSite, v.DeferReason, v.Message)
+		a.Recorder.Eventf(g, corev1.EventTypeNormal, v1alpha1.EventPlannedFailoverDeferred, "planned failover %s to site %s deferred (%s): %s", c.RunID, c.TargetSite, v.DeferReason, v.Message)
 	case v1alpha1.PlannedFailoverFailed:
-		a.Recorder.Eventf(g, corev1.EventTypeWarning, topology.EventPlannedFailoverRejected, "planned failover %s to site %s not started (%s): %s", c.RunID, c.TargetSite, v.ResultReason, v.Message)
+		a.Recorder.Eventf(g, corev1.EventTypeWarning, v1alpha1.EventPlannedFailoverRejected, "planned failover %s to site %s not started (%s): %s", c.RunID, c.TargetSite, v.ResultReason, v.Message)
 	case v1alpha1.PlannedFailoverCatchingUp:
-		a.Recorder.Eventf(g, corev1.EventTypeNormal, topology.EventPlannedFailoverStarted, "planned failover %s to site %s started: %s", c.RunID, c.TargetSite, v.Message)
+		a.Recorder.Eventf(g, corev1.EventTypeNormal, v1alpha1.EventPlannedFailoverStarted, "planned failover %s to site %s started: %s", c.RunID, c.TargetSite, v.Message)
 	}
 }
 

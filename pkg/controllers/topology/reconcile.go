@@ -114,14 +114,14 @@ func (c *Controller) reconcile(ctx context.Context, key controller.Key) (control
 // ownership problems first, then objects the API server refused. A Warning
 // Event is recorded when the message changes, not on every pass.
 func (p *pass) resourcesReady() {
-	reason, event, problems := ReasonRenderFailed, EventSiteRenderFailed, p.invalid
+	reason, event, problems := v1alpha1.ReasonRenderFailed, v1alpha1.EventSiteRenderFailed, p.invalid
 	if len(problems) == 0 {
-		reason, event, problems = ReasonApplyRefused, EventObjectRefused, p.refused
+		reason, event, problems = v1alpha1.ReasonApplyRefused, v1alpha1.EventObjectRefused, p.refused
 	} else {
 		problems = append(problems, p.refused...)
 	}
 	if len(problems) == 0 {
-		p.setCondition(ConditionResourcesReady, metav1.ConditionTrue, ReasonReconciled, "every site's StatefulSet, ConfigMap and Services match the spec")
+		p.setCondition(v1alpha1.ConditionResourcesReady, metav1.ConditionTrue, v1alpha1.ReasonReconciled, "every site's StatefulSet, ConfigMap and Services match the spec")
 		return
 	}
 	msg := strings.Join(problems, "; ")
@@ -130,10 +130,10 @@ func (p *pass) resourcesReady() {
 	if len(msg) > maxConditionMessage {
 		msg = strings.ToValidUTF8(msg[:maxConditionMessage], "") + " (truncated)"
 	}
-	if p.changed(ConditionResourcesReady, metav1.ConditionFalse, reason, msg) {
+	if p.changed(v1alpha1.ConditionResourcesReady, metav1.ConditionFalse, reason, msg) {
 		p.c.recorder.Event(p.g, corev1.EventTypeWarning, event, msg)
 	}
-	p.setCondition(ConditionResourcesReady, metav1.ConditionFalse, reason, msg)
+	p.setCondition(v1alpha1.ConditionResourcesReady, metav1.ConditionFalse, reason, msg)
 }
 
 // maxConditionMessage bounds ResourcesReady's message, well under the
@@ -327,7 +327,7 @@ func (p *pass) applySite(ctx context.Context, s *render.Site, a SiteAction) erro
 			return fmt.Errorf("delete pod %s: %w", pod.Name, err)
 		}
 		if err == nil {
-			p.c.recorder.Eventf(g, corev1.EventTypeNormal, EventSiteRolled,
+			p.c.recorder.Eventf(g, corev1.EventTypeNormal, v1alpha1.EventSiteRolled,
 				"site %s: deleted pod %s so that it is recreated from pod template %s", s.Name, pod.Name, s.TemplateHash)
 		}
 	}
@@ -336,7 +336,7 @@ func (p *pass) applySite(ctx context.Context, s *render.Site, a SiteAction) erro
 
 func (p *pass) warnIgnored(s *render.Site) {
 	if len(s.IgnoredOptions) > 0 {
-		p.c.recorder.Eventf(p.g, corev1.EventTypeWarning, EventMySQLConfOptionIgnored,
+		p.c.recorder.Eventf(p.g, corev1.EventTypeWarning, v1alpha1.EventMySQLConfOptionIgnored,
 			"site %s: %s ignored: the operator owns these options", s.Name, strings.Join(s.IgnoredOptions, ", "))
 	}
 }

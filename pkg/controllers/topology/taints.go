@@ -40,14 +40,14 @@ func (p *pass) taints(ctx context.Context) {
 		if changed, err := p.c.setTaint(ctx, n, taint, true); err != nil {
 			p.fail(err)
 		} else if changed {
-			p.c.recorder.Eventf(p.g, corev1.EventTypeNormal, EventNodeTainted, "node %s: added %s:%s (its site is not active)", n, taint.Key, taint.Effect)
+			p.c.recorder.Eventf(p.g, corev1.EventTypeNormal, v1alpha1.EventNodeTainted, "node %s: added %s:%s (its site is not active)", n, taint.Key, taint.Effect)
 		}
 	}
 	for _, n := range ch.Remove {
 		if changed, err := p.c.setTaint(ctx, n, taint, false); err != nil {
 			p.fail(err)
 		} else if changed {
-			p.c.recorder.Eventf(p.g, corev1.EventTypeNormal, EventNodeUntainted, "node %s: removed %s", n, taint.Key)
+			p.c.recorder.Eventf(p.g, corev1.EventTypeNormal, v1alpha1.EventNodeUntainted, "node %s: removed %s", n, taint.Key)
 		}
 	}
 }

@@ -20,8 +20,8 @@ import (
 	v1 "github.com/shipstream/bloodraven/pkg/apis/shipstream/v1alpha1"
 	ctrl "github.com/shipstream/bloodraven/pkg/controllers/leaserevocation"
 	"github.com/shipstream/bloodraven/pkg/deployapi"
+	"github.com/shipstream/bloodraven/pkg/eventrecorder"
 	"github.com/shipstream/bloodraven/pkg/leasestore"
-	"github.com/shipstream/bloodraven/pkg/events"
 )
 
 // startController runs the deploy-lease controller for the test, wired the
@@ -31,7 +31,7 @@ func (f *fixture) startController() *ctrl.Controller {
 	ctx, cancel := context.WithCancel(context.Background())
 	shipFactory := shipinformers.NewSharedInformerFactoryWithOptions(f.ship, 0, shipinformers.WithNamespace(f.ns))
 	kubeFactory := kubeinformers.NewSharedInformerFactoryWithOptions(f.kube, 0, kubeinformers.WithNamespace(f.ns))
-	recorder, stopEvents := events.NewRecorder(ctx, f.kube)
+	recorder, stopEvents := eventrecorder.NewRecorder(ctx, f.kube)
 	c, err := ctrl.New(ctrl.Config{
 		Store:      leasestore.New(f.kube, leasestore.Options{Now: f.clock.Now, MaxClockSkew: 2 * time.Second}),
 		Shipstream: f.ship,
@@ -102,7 +102,7 @@ func (f *fixture) waitEvents(n int, reason leasestore.Reason, secrets ...string)
 		}
 		got = 0
 		for _, ev := range list.Items {
-			if ev.Reason != events.DeploymentLeaseRevoked || ev.InvolvedObject.Name != "orders" || ev.InvolvedObject.Kind != "MysqlFailoverGroup" {
+			if ev.Reason != v1.EventDeploymentLeaseRevoked || ev.InvolvedObject.Name != "orders" || ev.InvolvedObject.Kind != "MysqlFailoverGroup" {
 				continue
 			}
 			for _, s := range secrets {

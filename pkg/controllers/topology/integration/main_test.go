@@ -30,7 +30,7 @@ import (
 	shipinformers "github.com/shipstream/bloodraven/generated/informers/externalversions"
 	"github.com/shipstream/bloodraven/pkg/apis/shipstream/v1alpha1"
 	"github.com/shipstream/bloodraven/pkg/controllers/topology"
-	"github.com/shipstream/bloodraven/pkg/events"
+	"github.com/shipstream/bloodraven/pkg/eventrecorder"
 	"github.com/shipstream/bloodraven/pkg/operator"
 	"github.com/shipstream/bloodraven/pkg/render"
 )
@@ -75,7 +75,7 @@ func newEnv(t *testing.T) *env {
 	e := &env{t: t, ns: cp.NewNamespace(t), kube: cp.Client(), ship: ship, dyn: dyn}
 
 	ctx, cancel := context.WithCancel(context.Background())
-	recorder, stopEvents := events.NewRecorder(ctx, e.kube)
+	recorder, stopEvents := eventrecorder.NewRecorder(ctx, e.kube)
 	inf := &operator.Informers{
 		Shipstream: map[string]shipinformers.SharedInformerFactory{e.ns: shipinformers.NewSharedInformerFactoryWithOptions(ship, 0, shipinformers.WithNamespace(e.ns))},
 		Kube:       map[string]kubeinformers.SharedInformerFactory{e.ns: kubeinformers.NewSharedInformerFactoryWithOptions(e.kube, 0, kubeinformers.WithNamespace(e.ns))},

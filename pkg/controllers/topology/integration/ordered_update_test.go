@@ -12,7 +12,6 @@ import (
 	"k8s.io/client-go/util/retry"
 
 	"github.com/shipstream/bloodraven/pkg/apis/shipstream/v1alpha1"
-	"github.com/shipstream/bloodraven/pkg/controllers/topology"
 	"github.com/shipstream/bloodraven/pkg/render"
 )
 
@@ -42,7 +41,7 @@ func TestOrderedUpdateRollsFollowersThenHandsOff(t *testing.T) {
 	for _, s := range sites {
 		e.markReadySince(g.Name, s, time.Now().Add(-time.Minute))
 	}
-	e.waitCondition(g.Name, "Updating", metav1.ConditionFalse, topology.ReasonUpToDate)
+	e.waitCondition(g.Name, "Updating", metav1.ConditionFalse, v1alpha1.ReasonUpToDate)
 	before := e.snapshot(g.Name, sites)
 
 	e.editGroup(g.Name, func(g *v1alpha1.MysqlFailoverGroup) { g.Spec.MySQLConf["max_connections"] = "700" })
@@ -82,13 +81,13 @@ func TestOrderedUpdateRollsFollowersThenHandsOff(t *testing.T) {
 	if first.RequestTime == nil || first.RequestTime.Time.Before(readerReady.Add(30*time.Second).Truncate(time.Second)) {
 		t.Errorf("handoff requested at %v, before the reader had been Ready 30 s (since %v)", first.RequestTime, readerReady)
 	}
-	e.waitEvent(topology.EventOrderedUpdateHandoffStarted, corev1.EventTypeNormal)
+	e.waitEvent(v1alpha1.EventOrderedUpdateHandoffStarted, corev1.EventTypeNormal)
 	time.Sleep(2 * time.Second) // more passes: the claim must not be rewritten
 	if c := e.group(g.Name).Status.PlannedFailover; c == nil || c.RunID != first.RunID || c.Phase != v1alpha1.PlannedFailoverAdmitting {
 		t.Fatalf("claim changed without the manager: %+v", c)
 	}
-	if n := e.eventCount(topology.EventOrderedUpdateHandoffStarted); n != 1 {
-		t.Errorf("%d %s Events, want 1", n, topology.EventOrderedUpdateHandoffStarted)
+	if n := e.eventCount(v1alpha1.EventOrderedUpdateHandoffStarted); n != 1 {
+		t.Errorf("%d %s Events, want 1", n, v1alpha1.EventOrderedUpdateHandoffStarted)
 	}
 	unchanged(t, e, g.Name, before, "iad")
 
@@ -98,7 +97,7 @@ func TestOrderedUpdateRollsFollowersThenHandsOff(t *testing.T) {
 	failedAt := time.Now().Add(-50 * time.Second).Truncate(time.Second) // as stored
 	e.endClaim(g.Name, v1alpha1.PlannedFailoverFailed, failedAt)
 	e.waitPhase(g.Name, v1alpha1.UpdateRollingFollowers)
-	e.waitEvent(topology.EventOrderedUpdateHandoffFailed, corev1.EventTypeWarning)
+	e.waitEvent(v1alpha1.EventOrderedUpdateHandoffFailed, corev1.EventTypeWarning)
 	if c := e.group(g.Name).Status.PlannedFailover; c.RunID != first.RunID {
 		t.Fatalf("handoff retried at once: claim %+v", c)
 	}
@@ -114,7 +113,7 @@ func TestOrderedUpdateRollsFollowersThenHandsOff(t *testing.T) {
 	e.waitPhase(g.Name, v1alpha1.UpdateRollingFormerPrimary)
 	e.markReadySince(g.Name, "iad", time.Now().Add(-31*time.Second))
 	e.waitPhase(g.Name, "")
-	e.waitCondition(g.Name, "Updating", metav1.ConditionFalse, topology.ReasonUpToDate)
+	e.waitCondition(g.Name, "Updating", metav1.ConditionFalse, v1alpha1.ReasonUpToDate)
 	if c := e.group(g.Name).Status.PlannedFailover; c.RunID != second.RunID {
 		t.Errorf("a new claim after the update finished: %+v", c)
 	}
@@ -136,7 +135,7 @@ func TestOrderedUpdateStallsOnAPodThatIsNotReady(t *testing.T) {
 	for _, s := range sites {
 		e.markReadySince(g.Name, s, time.Now().Add(-time.Minute))
 	}
-	e.waitCondition(g.Name, "Updating", metav1.ConditionFalse, topology.ReasonUpToDate)
+	e.waitCondition(g.Name, "Updating", metav1.ConditionFalse, v1alpha1.ReasonUpToDate)
 	before := e.snapshot(g.Name, sites)
 
 	e.editGroup(g.Name, func(g *v1alpha1.MysqlFailoverGroup) { g.Spec.MySQLConf["max_connections"] = "800" })
@@ -148,7 +147,7 @@ func TestOrderedUpdateStallsOnAPodThatIsNotReady(t *testing.T) {
 			t.Errorf("stall message %q lacks %q", stalled.Message, want)
 		}
 	}
-	ev := e.waitEvent(topology.EventOrderedUpdateStalled, corev1.EventTypeWarning)
+	ev := e.waitEvent(v1alpha1.EventOrderedUpdateStalled, corev1.EventTypeWarning)
 	if !strings.Contains(ev.Message, "site pdx") {
 		t.Errorf("stall Event %q does not name the site", ev.Message)
 	}

@@ -12,7 +12,6 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/shipstream/bloodraven/pkg/apis/shipstream/v1alpha1"
-	"github.com/shipstream/bloodraven/pkg/controllers/topology"
 )
 
 // Under Recreate a group-wide change rolls every site at once, the active
@@ -28,7 +27,7 @@ func TestRecreateRollsEverySiteTogether(t *testing.T) {
 	sites := []string{"iad", "pdx", "reader"}
 	e.waitPods(g.Name, sites)
 	e.setActiveSite(g.Name, "iad")
-	e.waitCondition(g.Name, "Updating", metav1.ConditionFalse, topology.ReasonUpToDate)
+	e.waitCondition(g.Name, "Updating", metav1.ConditionFalse, v1alpha1.ReasonUpToDate)
 	before := e.snapshot(g.Name, sites)
 
 	e.editGroup(g.Name, func(g *v1alpha1.MysqlFailoverGroup) { g.Spec.MySQLConf["max_connections"] = "650" })
@@ -57,13 +56,13 @@ func TestRefusedServiceIsReported(t *testing.T) {
 	g.Spec.Sites[2].ServiceTemplate.NodePort = ptr.To(int32(3306))
 	g = e.createGroup(g)
 
-	c := e.waitCondition(g.Name, topology.ConditionResourcesReady, metav1.ConditionFalse, topology.ReasonApplyRefused)
+	c := e.waitCondition(g.Name, v1alpha1.ConditionResourcesReady, metav1.ConditionFalse, v1alpha1.ReasonApplyRefused)
 	for _, want := range []string{"Service orders-reader", "spec.sites[2].serviceTemplate", "nodePort", "3306"} {
 		if !strings.Contains(c.Message, want) {
 			t.Errorf("ResourcesReady message %q lacks %q", c.Message, want)
 		}
 	}
-	ev := e.waitEvent(topology.EventObjectRefused, corev1.EventTypeWarning)
+	ev := e.waitEvent(v1alpha1.EventObjectRefused, corev1.EventTypeWarning)
 	if !strings.Contains(ev.Message, "orders-reader") {
 		t.Errorf("Event message %q does not name the Service", ev.Message)
 	}
@@ -80,7 +79,7 @@ func TestRefusedServiceIsReported(t *testing.T) {
 	}
 
 	e.editGroup(g.Name, func(g *v1alpha1.MysqlFailoverGroup) { g.Spec.Sites[2].ServiceTemplate.NodePort = nil })
-	e.waitCondition(g.Name, topology.ConditionResourcesReady, metav1.ConditionTrue, topology.ReasonReconciled)
+	e.waitCondition(g.Name, v1alpha1.ConditionResourcesReady, metav1.ConditionTrue, v1alpha1.ReasonReconciled)
 	eventually(t, waitFor, "orders-reader created", func() error {
 		_, err := e.kube.CoreV1().Services(e.ns).Get(context.Background(), "orders-reader", metav1.GetOptions{})
 		return err
@@ -194,7 +193,7 @@ func TestRefusedStatefulSetIsReported(t *testing.T) {
 	}}
 	g = e.createGroup(g)
 
-	c := e.waitCondition(g.Name, topology.ConditionResourcesReady, metav1.ConditionFalse, topology.ReasonApplyRefused)
+	c := e.waitCondition(g.Name, v1alpha1.ConditionResourcesReady, metav1.ConditionFalse, v1alpha1.ReasonApplyRefused)
 	for _, want := range []string{"site iad", "site pdx", "site reader", "extraContainers", "metrics-port-name-too-long"} {
 		if !strings.Contains(c.Message, want) {
 			t.Errorf("ResourcesReady message %q lacks %q", c.Message, want)
@@ -206,7 +205,7 @@ func TestRefusedStatefulSetIsReported(t *testing.T) {
 	})
 
 	e.editGroup(g.Name, func(g *v1alpha1.MysqlFailoverGroup) { g.Spec.ExtraContainers[0].Ports[0].Name = "metrics" })
-	e.waitCondition(g.Name, topology.ConditionResourcesReady, metav1.ConditionTrue, topology.ReasonReconciled)
+	e.waitCondition(g.Name, v1alpha1.ConditionResourcesReady, metav1.ConditionTrue, v1alpha1.ReasonReconciled)
 	if _, err := e.statefulSet(g.Name, "iad"); err != nil {
 		t.Error(err)
 	}

@@ -15,7 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/shipstream/bloodraven/pkg/apis/shipstream/v1alpha1"
-	"github.com/shipstream/bloodraven/pkg/controllers/topology"
 	"github.com/shipstream/bloodraven/pkg/render"
 )
 
@@ -77,7 +76,7 @@ func TestSampleGroupLifecycle(t *testing.T) {
 		}
 	}
 	checkServices(t, e, g)
-	e.waitCondition(g.Name, topology.ConditionResourcesReady, metav1.ConditionTrue, topology.ReasonReconciled)
+	e.waitCondition(g.Name, v1alpha1.ConditionResourcesReady, metav1.ConditionTrue, v1alpha1.ReasonReconciled)
 	// Once settled, nothing is rewritten: what the API server defaulted is
 	// not mistaken for drift.
 	settled := e.versions()
@@ -85,7 +84,7 @@ func TestSampleGroupLifecycle(t *testing.T) {
 	if now := e.versions(); fmt.Sprint(now) != fmt.Sprint(settled) {
 		t.Errorf("objects rewritten after settling:\n before %v\n after  %v", settled, now)
 	}
-	e.waitCondition(g.Name, topology.ConditionDNSReady, metav1.ConditionFalse, topology.ReasonNoDNSTarget)
+	e.waitCondition(g.Name, v1alpha1.ConditionDNSReady, metav1.ConditionFalse, v1alpha1.ReasonNoDNSTarget)
 	taintKey := render.TaintKey(e.ns, g.Name)
 	for _, n := range []string{iadNode, pdxNode} {
 		if tainted, err := e.nodeTainted(n, taintKey); err != nil || tainted {
@@ -128,7 +127,7 @@ func TestSampleGroupLifecycle(t *testing.T) {
 	if ep := eps[0].(map[string]any); ep["dnsName"] != "orders.db.example.com" || ep["recordType"] != "A" || ep["recordTTL"] != int64(60) {
 		t.Errorf("DNSEndpoint endpoint = %v", ep)
 	}
-	e.waitCondition(g.Name, topology.ConditionDNSReady, metav1.ConditionTrue, topology.ReasonDNSEndpointCurrent)
+	e.waitCondition(g.Name, v1alpha1.ConditionDNSReady, metav1.ConditionTrue, v1alpha1.ReasonDNSEndpointCurrent)
 	checkLabels(t, e, sites, dns)
 
 	// A failover (the topology manager rewriting activeSite) moves taints and DNS.
@@ -431,9 +430,9 @@ func TestSiteMySQLConfRollsOnlyThatSite(t *testing.T) {
 		t.Errorf("pdx my.cnf not updated (err %v): %s", err, cm.Data["bloodraven.cnf"])
 	}
 	// Let the controller settle, then check nothing else moved.
-	e.waitCondition(g.Name, "Updating", metav1.ConditionFalse, topology.ReasonUpToDate)
+	e.waitCondition(g.Name, "Updating", metav1.ConditionFalse, v1alpha1.ReasonUpToDate)
 	unchanged(t, e, g.Name, before, "iad", "reader")
-	e.waitEvent(topology.EventSiteRolled, corev1.EventTypeNormal)
+	e.waitEvent(v1alpha1.EventSiteRolled, corev1.EventTypeNormal)
 }
 
 // Under OrderedUpdate a group-wide change rolls the followers one at a time
@@ -450,11 +449,11 @@ func TestRecreateRollsTheActiveSiteOrderedUpdateHeld(t *testing.T) {
 	for _, s := range sites {
 		e.markReadySince(g.Name, s, time.Now().Add(-time.Minute))
 	}
-	e.waitCondition(g.Name, "Updating", metav1.ConditionFalse, topology.ReasonUpToDate)
+	e.waitCondition(g.Name, "Updating", metav1.ConditionFalse, v1alpha1.ReasonUpToDate)
 	before := e.snapshot(g.Name, sites)
 
 	e.editGroup(g.Name, func(g *v1alpha1.MysqlFailoverGroup) { g.Spec.MySQLConf["max_connections"] = "700" })
-	rolling := e.waitCondition(g.Name, "Updating", metav1.ConditionTrue, topology.ReasonRolling)
+	rolling := e.waitCondition(g.Name, "Updating", metav1.ConditionTrue, v1alpha1.ReasonRolling)
 	if !strings.Contains(rolling.Message, "site iad (active) is rolled after the primary role is handed") {
 		t.Errorf("Updating message %q does not say the active site waits", rolling.Message)
 	}
@@ -568,12 +567,12 @@ func TestDNSEndpointCRDMissing(t *testing.T) {
 	g = e.createGroup(g)
 	e.setActiveSite(g.Name, "iad")
 
-	c := e.waitCondition(g.Name, topology.ConditionDNSReady, metav1.ConditionFalse, topology.ReasonDNSEndpointCRDMissing)
+	c := e.waitCondition(g.Name, v1alpha1.ConditionDNSReady, metav1.ConditionFalse, v1alpha1.ReasonDNSEndpointCRDMissing)
 	if !strings.Contains(c.Message, "dnsendpoints.externaldns.k8s.io") {
 		t.Errorf("DNSReady message %q does not name the CRD", c.Message)
 	}
-	e.waitEvent(topology.EventDNSEndpointSkippedCRDMissing, corev1.EventTypeWarning)
-	e.waitCondition(g.Name, topology.ConditionResourcesReady, metav1.ConditionTrue, topology.ReasonReconciled)
+	e.waitEvent(v1alpha1.EventDNSEndpointSkippedCRDMissing, corev1.EventTypeWarning)
+	e.waitCondition(g.Name, v1alpha1.ConditionResourcesReady, metav1.ConditionTrue, v1alpha1.ReasonReconciled)
 	eventually(t, waitFor, "pdx's node tainted", func() error {
 		if tainted, err := e.nodeTainted(pdxNode, render.TaintKey(e.ns, g.Name)); err != nil || !tainted {
 			return fmt.Errorf("tainted=%v err=%v", tainted, err)
@@ -586,7 +585,7 @@ func TestDNSEndpointCRDMissing(t *testing.T) {
 
 	installDNSCRD(t)
 	e.waitDNSTarget(g.Name, "10.0.1.1")
-	e.waitCondition(g.Name, topology.ConditionDNSReady, metav1.ConditionTrue, topology.ReasonDNSEndpointCurrent)
+	e.waitCondition(g.Name, v1alpha1.ConditionDNSReady, metav1.ConditionTrue, v1alpha1.ReasonDNSEndpointCurrent)
 }
 
 // versions maps every StatefulSet, ConfigMap and Service of the namespace

@@ -13,8 +13,8 @@ import (
 	"github.com/shipstream/bloodraven/pkg/gtid"
 	"github.com/shipstream/bloodraven/pkg/mysql"
 	"github.com/shipstream/bloodraven/pkg/testbed/mysqlsim/simtest"
-	decide "github.com/shipstream/bloodraven/pkg/topology"
 	"github.com/shipstream/bloodraven/pkg/testbed/writeload"
+	decide "github.com/shipstream/bloodraven/pkg/topology"
 )
 
 // BenchmarkPlannedFailoverWritePause measures the write pause of a planned

@@ -14,11 +14,10 @@ import (
 
 	"github.com/shipstream/bloodraven/pkg/apis/shipstream/v1alpha1"
 	"github.com/shipstream/bloodraven/pkg/controllers/topology"
-	"github.com/shipstream/bloodraven/pkg/testbed/mysqlsim"
-	"github.com/shipstream/bloodraven/pkg/testbed/mysqlsim/simtest"
 	"github.com/shipstream/bloodraven/pkg/protocol"
 	"github.com/shipstream/bloodraven/pkg/render"
-	mgr "github.com/shipstream/bloodraven/pkg/topology"
+	"github.com/shipstream/bloodraven/pkg/testbed/mysqlsim"
+	"github.com/shipstream/bloodraven/pkg/testbed/mysqlsim/simtest"
 )
 
 func withFailover(o *topology.ManagerOptions) { o.AutomaticFailover = true }
@@ -113,7 +112,7 @@ func TestFailoverOnPrimaryCrash(t *testing.T) {
 	if v := metricValue(t, op.metrics, "bloodraven_topology_transitions_total", "kind", "Automatic", "result", "succeeded"); v != 1 {
 		t.Errorf("transitions_total{Automatic,succeeded} = %v", v)
 	}
-	e.waitEvent(mgr.EventFailoverSucceeded, corev1.EventTypeNormal)
+	e.waitEvent(v1alpha1.EventFailoverSucceeded, corev1.EventTypeNormal)
 	// Every reachable sidecar was told a transition is in flight, before the
 	// promotion (the announcements stop once the candidate is promoted).
 	for _, name := range []string{"pdx", "reader"} {
@@ -159,7 +158,7 @@ func TestFailoverOnPrimaryCrash(t *testing.T) {
 	if err := e.sites["pdx"].Restart(); err != nil {
 		t.Fatal(err)
 	}
-	e.waitEvent(mgr.EventActiveSiteReasserted, corev1.EventTypeNormal)
+	e.waitEvent(v1alpha1.EventActiveSiteReasserted, corev1.EventTypeNormal)
 
 	// The old primary returns writable: fenced at once, then it follows pdx.
 	if err := e.sites["iad"].Restart(); err != nil {
@@ -174,13 +173,13 @@ func TestFailoverOnPrimaryCrash(t *testing.T) {
 		}
 		return nil
 	})
-	e.waitEvent(mgr.EventSiteFenced, corev1.EventTypeWarning)
+	e.waitEvent(v1alpha1.EventSiteFenced, corev1.EventTypeWarning)
 	// It held nothing pdx lacks: its recovery (RecoveryInProgress while it
 	// was fenced and repointed) ends once it replicates.
-	if ev := e.waitEvent(mgr.EventOldPrimaryRejoined, corev1.EventTypeNormal); !contains(ev.Message, "iad", "pdx") {
+	if ev := e.waitEvent(v1alpha1.EventOldPrimaryRejoined, corev1.EventTypeNormal); !contains(ev.Message, "iad", "pdx") {
 		t.Fatalf("OldPrimaryRejoined message %q", ev.Message)
 	}
-	g = e.waitCondition(v1alpha1.ConditionRecoveryPending, metav1.ConditionFalse, mgr.ReasonNoRecoveryPending)
+	g = e.waitCondition(v1alpha1.ConditionRecoveryPending, metav1.ConditionFalse, v1alpha1.ReasonNoRecoveryPending)
 	if st := site(g, "iad"); st.RecoveryState != "" || st.DivergentGTID != "" {
 		t.Fatalf("iad after rejoining %+v", st)
 	}
@@ -206,7 +205,7 @@ func TestFailoverOnPrimaryCrash(t *testing.T) {
 		}
 		return nil
 	})
-	e.waitEvent(mgr.EventClientSessionsEvicted, corev1.EventTypeNormal)
+	e.waitEvent(v1alpha1.EventClientSessionsEvicted, corev1.EventTypeNormal)
 }
 
 // The most advanced candidate wins, counting what it received but had not
@@ -274,7 +273,7 @@ func TestLagGuardRefusesAndOverrideWorks(t *testing.T) {
 	if msg := condition(g, v1alpha1.ConditionDegraded).Message; !contains(msg, "pdx", "behind", "failover-override") {
 		t.Fatalf("Degraded message %q", msg)
 	}
-	e.waitEvent(mgr.EventFailoverRefused, corev1.EventTypeWarning)
+	e.waitEvent(v1alpha1.EventFailoverRefused, corev1.EventTypeWarning)
 	time.Sleep(time.Second)
 	if g := e.get(); g.Status.ActiveSite != "iad" || g.Status.Transition != nil {
 		t.Fatalf("refused candidate promoted: %+v", g.Status)
@@ -346,13 +345,13 @@ func TestFailoverResumesAfterOperatorCrash(t *testing.T) {
 			if g := e.get(); g.Status.TopologyGeneration != 2 || g.Status.Transition != nil {
 				t.Fatalf("a second change followed: %+v", g.Status)
 			}
-			e.waitEvent(mgr.EventFailoverSucceeded, corev1.EventTypeNormal)
+			e.waitEvent(v1alpha1.EventFailoverSucceeded, corev1.EventTypeNormal)
 			// The dead operator may not have delivered its Event (as a real
 			// crash would lose it); the new one must not start another.
-			if n := len(e.eventsOf(mgr.EventFailoverStarted)); n > 1 {
+			if n := len(e.eventsOf(v1alpha1.EventFailoverStarted)); n > 1 {
 				t.Fatalf("%d FailoverStarted events: the restarted operator started a new failover instead of resuming", n)
 			}
-			if n := len(e.eventsOf(mgr.EventFailoverSucceeded)); n != 1 {
+			if n := len(e.eventsOf(v1alpha1.EventFailoverSucceeded)); n != 1 {
 				t.Fatalf("%d FailoverSucceeded events", n)
 			}
 		})
@@ -388,11 +387,11 @@ func TestReturningOldPrimaryWithLostWritesIsBlocked(t *testing.T) {
 	// A human reviewed the writes and reclones iad with the interlock: the
 	// set is recorded, iad gets pdx's data and rejoins, recovery clears.
 	e.annotateReclone("iad:confirm=" + groupName + ":uid=" + string(g.UID) + ":gtidPrefix=" + e.sites["iad"].ServerUUID()[:10])
-	if ev := e.waitEvent(mgr.EventRecloneRequested, corev1.EventTypeWarning); !contains(ev.Message, "iad", lost.OneLine()) {
+	if ev := e.waitEvent(v1alpha1.EventRecloneRequested, corev1.EventTypeWarning); !contains(ev.Message, "iad", lost.OneLine()) {
 		t.Fatalf("RecloneRequested %q", ev.Message)
 	}
-	e.waitEvent(mgr.EventOldPrimaryRecovered, corev1.EventTypeNormal)
-	g = e.waitCondition(v1alpha1.ConditionRecoveryPending, metav1.ConditionFalse, mgr.ReasonNoRecoveryPending)
+	e.waitEvent(v1alpha1.EventOldPrimaryRecovered, corev1.EventTypeNormal)
+	g = e.waitCondition(v1alpha1.ConditionRecoveryPending, metav1.ConditionFalse, v1alpha1.ReasonNoRecoveryPending)
 	if h := g.Status.RecloneHistory; len(h) != 1 || h[0].DiscardedGTID != lost.OneLine() || h[0].DivergenceDetectedBy != v1alpha1.DivergenceByOldPrimaryRecovery || h[0].Donor != "pdx" {
 		t.Fatalf("recloneHistory %+v", h)
 	}

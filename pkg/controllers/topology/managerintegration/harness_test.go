@@ -373,7 +373,7 @@ func (h *harnessRun) reclone(g *v1alpha1.MysqlFailoverGroup, blocked v1alpha1.Si
 		hist := e.get().Status.RecloneHistory
 		if len(hist) <= before {
 			var refused []string
-			for _, ev := range e.eventsOf(mgr.EventRecloneRejected) {
+			for _, ev := range e.eventsOf(v1alpha1.EventRecloneRejected) {
 				refused = append(refused, ev.Message)
 			}
 			return fmt.Errorf("recloneHistory has %d entries; refusals: %q", len(hist), refused)

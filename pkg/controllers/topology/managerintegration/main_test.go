@@ -28,7 +28,7 @@ import (
 	"github.com/shipstream/bloodraven/pkg/apis/shipstream/v1alpha1"
 	"github.com/shipstream/bloodraven/pkg/controllers/topology"
 	"github.com/shipstream/bloodraven/pkg/devsitemap"
-	"github.com/shipstream/bloodraven/pkg/events"
+	"github.com/shipstream/bloodraven/pkg/eventrecorder"
 	"github.com/shipstream/bloodraven/pkg/operator"
 	"github.com/shipstream/bloodraven/pkg/siteaddr"
 	"github.com/shipstream/bloodraven/pkg/testbed/mysqlsim"
@@ -140,7 +140,7 @@ type operatorRun struct {
 func (e *env) startOperator(tweak ...func(*topology.ManagerOptions)) *operatorRun {
 	e.t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	recorder, stopEvents := events.NewRecorder(ctx, e.kube)
+	recorder, stopEvents := eventrecorder.NewRecorder(ctx, e.kube)
 	inf := &operator.Informers{
 		Shipstream: map[string]shipinformers.SharedInformerFactory{e.ns: shipinformers.NewSharedInformerFactoryWithOptions(e.ship, 0, shipinformers.WithNamespace(e.ns))},
 		Kube:       map[string]kubeinformers.SharedInformerFactory{e.ns: kubeinformers.NewSharedInformerFactoryWithOptions(e.kube, 0, kubeinformers.WithNamespace(e.ns))},

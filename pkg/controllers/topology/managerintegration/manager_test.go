@@ -13,7 +13,6 @@ import (
 
 	"github.com/shipstream/bloodraven/pkg/apis/shipstream/v1alpha1"
 	"github.com/shipstream/bloodraven/pkg/testbed/mysqlsim/simtest"
-	mgr "github.com/shipstream/bloodraven/pkg/topology"
 )
 
 // A new group of empty sites bootstraps: the first PrimaryCandidate becomes
@@ -58,8 +57,8 @@ func TestBootstrapToReady(t *testing.T) {
 	if st := site(g, "iad"); st.State != v1alpha1.SiteWritable || st.ServerUUID != e.sites["iad"].ServerUUID() {
 		t.Errorf("site iad: %+v", st)
 	}
-	e.waitEvent(mgr.EventBootstrapStarted, corev1.EventTypeNormal)
-	e.waitEvent(mgr.EventBootstrapSucceeded, corev1.EventTypeNormal)
+	e.waitEvent(v1alpha1.EventBootstrapStarted, corev1.EventTypeNormal)
+	e.waitEvent(v1alpha1.EventBootstrapSucceeded, corev1.EventTypeNormal)
 
 	// Writes on the active site reach both followers.
 	e.exec("iad", "CREATE DATABASE shop", "CREATE DATABASE billing")
@@ -93,8 +92,8 @@ func TestFarBehindFollowerIsCloned(t *testing.T) {
 
 	e.startOperator()
 	e.create(e.group(sites))
-	e.waitEvent(mgr.EventCloneStarted, corev1.EventTypeNormal)
-	e.waitEvent(mgr.EventCloneSucceeded, corev1.EventTypeNormal)
+	e.waitEvent(v1alpha1.EventCloneStarted, corev1.EventTypeNormal)
+	e.waitEvent(v1alpha1.EventCloneSucceeded, corev1.EventTypeNormal)
 	g := e.waitCondition(v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonHealthy)
 	if g.Status.ActiveSite != "iad" {
 		t.Fatalf("active site %q: iad holds every transaction", g.Status.ActiveSite)
@@ -145,13 +144,13 @@ func TestDivergentFollowerIsNotCloned(t *testing.T) {
 		st.DivergenceComparedTo != "iad" || st.SourceConvergenceState != "Blocked" || st.SourceConvergenceReason != "GTIDDiverged" {
 		t.Fatalf("pdx status %+v", st)
 	}
-	ev := e.waitEvent(mgr.EventCloneRefusedDivergentTransactions, corev1.EventTypeWarning)
+	ev := e.waitEvent(v1alpha1.EventCloneRefusedDivergentTransactions, corev1.EventTypeWarning)
 	if !contains(ev.Message, "pdx", errant.OneLine()) {
 		t.Errorf("event message %q", ev.Message)
 	}
 	// Give the manager several more polls: still no clone, data intact.
 	time.Sleep(2 * time.Second)
-	if n := len(e.eventsOf(mgr.EventCloneStarted)); n != 0 {
+	if n := len(e.eventsOf(v1alpha1.EventCloneStarted)); n != 0 {
 		t.Fatalf("%d clones started", n)
 	}
 	if got := e.sites["pdx"].Snapshot().Executed; !errant.IsSubsetOf(got) {
@@ -169,13 +168,13 @@ func TestRepointedFollowerConverges(t *testing.T) {
 	e.startOperator()
 	e.create(e.group(threeSites))
 	e.waitCondition(v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonHealthy)
-	before := len(e.eventsOf(mgr.EventFollowerRepointed))
+	before := len(e.eventsOf(v1alpha1.EventFollowerRepointed))
 
 	e.exec("pdx", "STOP REPLICA",
 		fmt.Sprintf("CHANGE REPLICATION SOURCE TO SOURCE_HOST = '%s', SOURCE_PORT = 3306, SOURCE_USER = 'repl', SOURCE_PASSWORD = 'repl-secret', SOURCE_AUTO_POSITION = 1", e.fqdn("reader")),
 		"START REPLICA")
 	eventually(t, waitFor, "pdx repointed to iad", func() error {
-		if n := len(e.eventsOf(mgr.EventFollowerRepointed)); n <= before {
+		if n := len(e.eventsOf(v1alpha1.EventFollowerRepointed)); n <= before {
 			return fmt.Errorf("%d FollowerRepointed events, %d before", n, before)
 		}
 		st := site(e.get(), "pdx")
@@ -219,7 +218,7 @@ func TestStatusSurvivesOperatorRestart(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	e.waitCondition(v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonHealthy)
-	if n := len(e.eventsOf(mgr.EventBootstrapStarted)); n != 1 {
+	if n := len(e.eventsOf(v1alpha1.EventBootstrapStarted)); n != 1 {
 		t.Fatalf("%d BootstrapStarted events, want 1", n)
 	}
 	if v := gauge(t, second.metrics, "bloodraven_topology_generation"); v != 1 {
@@ -248,7 +247,7 @@ func TestRecordedBootstrapIsResumed(t *testing.T) {
 	if g.Status.ActiveSite != "pdx" || g.Status.TopologyGeneration != 1 || g.Status.Transition != nil {
 		t.Fatalf("active %q generation %d transition %+v", g.Status.ActiveSite, g.Status.TopologyGeneration, g.Status.Transition)
 	}
-	if n := len(e.eventsOf(mgr.EventBootstrapStarted)); n != 0 {
+	if n := len(e.eventsOf(v1alpha1.EventBootstrapStarted)); n != 0 {
 		t.Fatalf("a new bootstrap was started instead of resuming the recorded one")
 	}
 }
@@ -266,7 +265,7 @@ func TestIncomparableSitesAreNotBootstrapped(t *testing.T) {
 	if msg := condition(g, v1alpha1.ConditionDegraded).Message; !contains(msg, "iad", "pdx", iadOwn.OneLine(), pdxOwn.OneLine()) {
 		t.Fatalf("Degraded message %q", msg)
 	}
-	e.waitEvent(mgr.EventBootstrapRefusedIncomparableGTIDSets, corev1.EventTypeWarning)
+	e.waitEvent(v1alpha1.EventBootstrapRefusedIncomparableGTIDSets, corev1.EventTypeWarning)
 	time.Sleep(time.Second)
 	g = e.get()
 	if g.Status.ActiveSite != "" || g.Status.Transition != nil || g.Status.TopologyGeneration != 0 {
@@ -280,7 +279,7 @@ func TestIncomparableSitesAreNotBootstrapped(t *testing.T) {
 	if c := condition(g, v1alpha1.ConditionReady); c.Status != metav1.ConditionFalse || c.Reason != v1alpha1.ReasonNoWritablePrimary {
 		t.Fatalf("Ready %+v", c)
 	}
-	if n := len(e.eventsOf(mgr.EventBootstrapRefusedIncomparableGTIDSets)); n != 1 {
+	if n := len(e.eventsOf(v1alpha1.EventBootstrapRefusedIncomparableGTIDSets)); n != 1 {
 		t.Errorf("%d refusal events, want 1", n)
 	}
 }
@@ -356,7 +355,7 @@ func TestFailedCloneIsReportedAndRetried(t *testing.T) {
 	if c := condition(g, v1alpha1.ConditionDegraded); c.Status != metav1.ConditionTrue || c.Reason != v1alpha1.ReasonBootstrapFailed || !contains(c.Message, "pdx") {
 		t.Fatalf("Degraded %+v", c)
 	}
-	if ev := e.waitEvent(mgr.EventCloneFailed, corev1.EventTypeWarning); contains(ev.Message, "wrong") {
+	if ev := e.waitEvent(v1alpha1.EventCloneFailed, corev1.EventTypeWarning); contains(ev.Message, "wrong") {
 		t.Fatalf("the Event carries the password: %q", ev.Message)
 	}
 	if c := condition(g, v1alpha1.ConditionBootstrapping); contains(c.Message, "wrong") {
@@ -364,7 +363,7 @@ func TestFailedCloneIsReportedAndRetried(t *testing.T) {
 	}
 
 	setReplPassword(simtest.ReplPass)
-	e.waitEvent(mgr.EventCloneSucceeded, corev1.EventTypeNormal)
+	e.waitEvent(v1alpha1.EventCloneSucceeded, corev1.EventTypeNormal)
 	e.waitCondition(v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonHealthy)
 	e.waitCondition(v1alpha1.ConditionBootstrapping, metav1.ConditionFalse, v1alpha1.ReasonNotBootstrapping)
 	e.waitCondition(v1alpha1.ConditionDegraded, metav1.ConditionFalse, v1alpha1.ReasonNotDegraded)

@@ -12,8 +12,8 @@ import (
 
 	"github.com/shipstream/bloodraven/pkg/apis/shipstream/v1alpha1"
 	"github.com/shipstream/bloodraven/pkg/controllers/topology"
+	"github.com/shipstream/bloodraven/pkg/eventrecorder"
 	"github.com/shipstream/bloodraven/pkg/leasestore"
-	"github.com/shipstream/bloodraven/pkg/events"
 	decide "github.com/shipstream/bloodraven/pkg/topology"
 )
 
@@ -27,7 +27,7 @@ func admitterEnv(t *testing.T) (*env, *topology.PlannedAdmitter, *leasestore.Sto
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	recorder, stopEvents := events.NewRecorder(ctx, e.kube)
+	recorder, stopEvents := eventrecorder.NewRecorder(ctx, e.kube)
 	t.Cleanup(func() { stopEvents(); cancel() })
 	now := time.Now()
 	clock := func() time.Time { return now }
@@ -90,7 +90,7 @@ func TestPlannedAdmissionDefersBehindAHoldAndStartsAfterExpiry(t *testing.T) {
 	if retry < time.Minute || retry > 2*time.Minute+time.Second {
 		t.Fatalf("retry in %s, want about the hold's remaining 2m", retry)
 	}
-	ev := e.waitEvent(events.PlannedFailoverDeferred, corev1.EventTypeNormal)
+	ev := e.waitEvent(v1alpha1.EventPlannedFailoverDeferred, corev1.EventTypeNormal)
 	if !strings.Contains(ev.Message, "op-9") || !strings.Contains(ev.Message, "billing") {
 		t.Fatalf("Deferred Event %q does not name the blocking operation and instance", ev.Message)
 	}
@@ -112,7 +112,7 @@ func TestPlannedAdmissionDefersBehindAHoldAndStartsAfterExpiry(t *testing.T) {
 	if pf := e.get().Status.PlannedFailover; pf.Phase != "CatchingUp" || pf.Admission != nil || pf.RunID != "run-1" {
 		t.Fatalf("claim after expiry = %+v", pf)
 	}
-	e.waitEvent(events.PlannedFailoverStarted, corev1.EventTypeNormal)
+	e.waitEvent(v1alpha1.EventPlannedFailoverStarted, corev1.EventTypeNormal)
 }
 
 func TestPlannedAdmissionRefusals(t *testing.T) {
@@ -127,7 +127,7 @@ func TestPlannedAdmissionRefusals(t *testing.T) {
 	if _, ok := g.Annotations[decide.AnnotationPlannedFailover]; ok || g.Status.PlannedFailover != nil {
 		t.Fatalf("bad annotation: annotations %v claim %+v", g.Annotations, g.Status.PlannedFailover)
 	}
-	ev := e.waitEvent(events.PlannedFailoverRejected, corev1.EventTypeWarning)
+	ev := e.waitEvent(v1alpha1.EventPlannedFailoverRejected, corev1.EventTypeWarning)
 	if !strings.Contains(ev.Message, "maxLagWait=2h") {
 		t.Fatalf("Rejected Event %q does not name the bad part", ev.Message)
 	}
@@ -191,8 +191,8 @@ func TestPlannedAdmissionResumesAfterCrashBetweenClaimAndAnnotationRemoval(t *te
 	}
 	// Events arrive asynchronously but in order from one recorder: once the
 	// run's Started Event is visible, a Rejected one emitted before it would be too.
-	e.waitEvent(events.PlannedFailoverStarted, corev1.EventTypeNormal)
-	if n := len(e.eventsOf(events.PlannedFailoverRejected)); n != 0 {
+	e.waitEvent(v1alpha1.EventPlannedFailoverStarted, corev1.EventTypeNormal)
+	if n := len(e.eventsOf(v1alpha1.EventPlannedFailoverRejected)); n != 0 {
 		t.Fatalf("%d Rejected Events for the run's own annotation", n)
 	}
 }

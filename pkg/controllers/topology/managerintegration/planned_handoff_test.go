@@ -16,14 +16,13 @@ import (
 
 	"github.com/shipstream/bloodraven/pkg/apis/shipstream/v1alpha1"
 	"github.com/shipstream/bloodraven/pkg/controllers/topology"
-	"github.com/shipstream/bloodraven/pkg/leasestore"
-	"github.com/shipstream/bloodraven/pkg/events"
 	"github.com/shipstream/bloodraven/pkg/gtid"
+	"github.com/shipstream/bloodraven/pkg/leasestore"
 	"github.com/shipstream/bloodraven/pkg/mysql"
 	"github.com/shipstream/bloodraven/pkg/testbed/mysqlsim"
 	"github.com/shipstream/bloodraven/pkg/testbed/mysqlsim/simtest"
-	decide "github.com/shipstream/bloodraven/pkg/topology"
 	"github.com/shipstream/bloodraven/pkg/testbed/writeload"
+	decide "github.com/shipstream/bloodraven/pkg/topology"
 )
 
 // activeRouter stands for the group's published endpoint (the Service or
@@ -231,7 +230,7 @@ func TestPlannedFailoverUnderWriteLoadLosesNothing(t *testing.T) {
 	if snap := e.sites["iad"].Snapshot(); !snap.ReadOnly && !snap.SuperReadOnly {
 		t.Fatal("the former primary is writable")
 	}
-	for _, reason := range []string{events.PlannedFailoverStarted, events.PlannedFailoverTargetCaughtUp, events.PlannedFailoverDrainStarted, events.PlannedFailoverSucceeded} {
+	for _, reason := range []string{v1alpha1.EventPlannedFailoverStarted, v1alpha1.EventPlannedFailoverTargetCaughtUp, v1alpha1.EventPlannedFailoverDrainStarted, v1alpha1.EventPlannedFailoverSucceeded} {
 		e.waitEvent(reason, corev1.EventTypeNormal)
 	}
 	if v := metricValue(t, op.metrics, "bloodraven_planned_failovers_total", "result", "succeeded"); v != 1 {
@@ -285,11 +284,11 @@ func TestPlannedFailoverRollsBackWhenTheTargetCannotCatchUp(t *testing.T) {
 	if after.Subtract(before).IsEmpty() {
 		t.Fatal("the source did not take writes again")
 	}
-	ev := e.waitEvent(events.PlannedFailoverFailed, corev1.EventTypeWarning)
+	ev := e.waitEvent(v1alpha1.EventPlannedFailoverFailed, corev1.EventTypeWarning)
 	if !strings.Contains(ev.Message, "RolledBack") {
 		t.Fatalf("Failed Event %q", ev.Message)
 	}
-	e.waitEvent(decide.EventPlannedFailoverRollbackStarted, corev1.EventTypeWarning)
+	e.waitEvent(v1alpha1.EventPlannedFailoverRollbackStarted, corev1.EventTypeWarning)
 	// Once the network heals, the follower whose receiver was stopped is
 	// started again and catches up.
 	e.sites["iad"].Heal()
@@ -379,10 +378,10 @@ func TestPlannedFailoverResumesAfterOperatorCrash(t *testing.T) {
 			}
 			// Exactly once: one success, one published generation.
 			time.Sleep(time.Second)
-			if n := len(e.eventsOf(events.PlannedFailoverSucceeded)); n != 1 {
+			if n := len(e.eventsOf(v1alpha1.EventPlannedFailoverSucceeded)); n != 1 {
 				t.Fatalf("%d PlannedFailoverSucceeded Events", n)
 			}
-			if n := len(e.eventsOf(decide.EventFailoverSucceeded)); n != 1 {
+			if n := len(e.eventsOf(v1alpha1.EventFailoverSucceeded)); n != 1 {
 				t.Fatalf("%d FailoverSucceeded Events", n)
 			}
 			if g := e.get(); g.Status.TopologyGeneration != 2 {
@@ -434,7 +433,7 @@ func TestPlannedFailoverKillsAnIdleTransactionThatBlocksTheFence(t *testing.T) {
 	if got := e.sites["iad"].Snapshot().Executed; !got.Equal(uncommitted) {
 		t.Fatalf("the former primary's set changed from %s to %s: the open transaction was not rolled back", uncommitted.OneLine(), got.OneLine())
 	}
-	ev := e.waitEvent(decide.EventClientSessionsEvicted, corev1.EventTypeWarning)
+	ev := e.waitEvent(v1alpha1.EventClientSessionsEvicted, corev1.EventTypeWarning)
 	if !strings.Contains(ev.Message, "kept it from being fenced") {
 		t.Fatalf("ClientSessionsEvicted Warning %q", ev.Message)
 	}

@@ -73,7 +73,7 @@ func TestRecloneAnnotation(t *testing.T) {
 
 	// Refused: the cold-reclone form for a diverged site.
 	e.annotateReclone("pdx:confirm=" + groupName + ":uid=" + uid)
-	ev := e.waitEvent(mgr.EventRecloneRejected, corev1.EventTypeWarning)
+	ev := e.waitEvent(v1alpha1.EventRecloneRejected, corev1.EventTypeWarning)
 	if !contains(ev.Message, "gtidPrefix", errant.OneLine()) {
 		t.Fatalf("RecloneRejected message %q", ev.Message)
 	}
@@ -81,7 +81,7 @@ func TestRecloneAnnotation(t *testing.T) {
 	// Refused: the wrong uid (a value built for another incarnation).
 	e.annotateReclone("pdx:confirm=" + groupName + ":uid=00000000-0000-0000-0000-000000000000:gtidPrefix=" + pdxUUID[:8])
 	eventually(t, waitFor, "second RecloneRejected", func() error {
-		for _, ev := range e.eventsOf(mgr.EventRecloneRejected) {
+		for _, ev := range e.eventsOf(v1alpha1.EventRecloneRejected) {
 			if strings.Contains(ev.Message, "uid") && strings.Contains(ev.Message, "not this group's uid") {
 				return nil
 			}
@@ -92,17 +92,17 @@ func TestRecloneAnnotation(t *testing.T) {
 	if got := e.sites["pdx"].Snapshot().Executed; !errant.IsSubsetOf(got) {
 		t.Fatalf("a refused reclone destroyed pdx's transactions: %s", got.OneLine())
 	}
-	if n := len(e.eventsOf(mgr.EventCloneStarted)); n != 0 {
+	if n := len(e.eventsOf(v1alpha1.EventCloneStarted)); n != 0 {
 		t.Fatalf("%d clones started by refused requests", n)
 	}
 
 	// Accepted.
 	e.annotateReclone("pdx:confirm=" + groupName + ":uid=" + uid + ":gtidPrefix=" + pdxUUID[:8])
-	req := e.waitEvent(mgr.EventRecloneRequested, corev1.EventTypeWarning)
+	req := e.waitEvent(v1alpha1.EventRecloneRequested, corev1.EventTypeWarning)
 	if !contains(req.Message, "pdx", errant.OneLine()) {
 		t.Fatalf("RecloneRequested message %q does not carry the discarded set", req.Message)
 	}
-	e.waitEvent(mgr.EventCloneSucceeded, corev1.EventTypeNormal)
+	e.waitEvent(v1alpha1.EventCloneSucceeded, corev1.EventTypeNormal)
 	e.waitRecloneCleared()
 	iad := e.sites["iad"].Snapshot().Executed
 	eventually(t, waitFor, "pdx holds the active site's data", func() error {

@@ -9,7 +9,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/shipstream/bloodraven/pkg/apis/shipstream/v1alpha1"
-	mgr "github.com/shipstream/bloodraven/pkg/topology"
 )
 
 // splitBrainEnv: iad and pdx both writable, each with writes of its own,
@@ -33,7 +32,7 @@ func TestSplitBrainWithoutPrioritiesIsReportedNotResolved(t *testing.T) {
 	if msg := condition(g, v1alpha1.ConditionDegraded).Message; !contains(msg, "iad", "pdx", "sitePriorities") {
 		t.Fatalf("Degraded message %q", msg)
 	}
-	e.waitEvent(mgr.EventSplitBrainDetected, corev1.EventTypeWarning)
+	e.waitEvent(v1alpha1.EventSplitBrainDetected, corev1.EventTypeWarning)
 	time.Sleep(2 * time.Second) // ten more polls
 	g = e.get()
 	if g.Status.ActiveSite != "" || g.Status.Transition != nil || g.Status.TopologyGeneration != 0 {
@@ -44,10 +43,10 @@ func TestSplitBrainWithoutPrioritiesIsReportedNotResolved(t *testing.T) {
 			t.Fatalf("%s was fenced without sitePriorities", name)
 		}
 	}
-	if n := len(e.eventsOf(mgr.EventSplitBrainDetected)); n != 1 {
+	if n := len(e.eventsOf(v1alpha1.EventSplitBrainDetected)); n != 1 {
 		t.Errorf("%d SplitBrainDetected events, want 1", n)
 	}
-	if n := len(e.eventsOf(mgr.EventSiteFenced)); n != 0 {
+	if n := len(e.eventsOf(v1alpha1.EventSiteFenced)); n != 0 {
 		t.Errorf("%d sites fenced", n)
 	}
 }
@@ -68,8 +67,8 @@ func TestSplitBrainWithPrioritiesKeepsTheFirstWritableEntry(t *testing.T) {
 	if s := e.sites["pdx"].Snapshot(); s.ReadOnly {
 		t.Fatal("pdx, the kept site, is read-only")
 	}
-	e.waitEvent(mgr.EventSplitBrainResolutionStarted, corev1.EventTypeWarning)
-	e.waitEvent(mgr.EventSplitBrainResolved, corev1.EventTypeNormal)
+	e.waitEvent(v1alpha1.EventSplitBrainResolutionStarted, corev1.EventTypeWarning)
+	e.waitEvent(v1alpha1.EventSplitBrainResolved, corev1.EventTypeNormal)
 	iadOwn := e.sites["iad"].Snapshot().Executed.Subtract(e.sites["pdx"].Snapshot().Executed)
 	if iadOwn.IsEmpty() {
 		t.Fatal("test setup: iad has no writes of its own")

@@ -1,0 +1,198 @@
+package v1alpha1
+
+// Event reasons, defined once here for every controller and decision
+// package. Each reads <Subject><PastTenseVerb>, optionally followed by a
+// qualifier naming the cause (PromotionRefusedReclonePending), and each is
+// always recorded with the type noted beside it. docs/events.md lists every
+// reason with its type and what records it, including the ones no code
+// records yet; a test keeps that page and this file in step.
+
+// Event reasons of MysqlDatabase.
+const (
+	// EventDatabaseGroupResolved (Normal): the referenced MysqlFailoverGroup exists.
+	EventDatabaseGroupResolved = "DatabaseGroupResolved"
+	// EventDatabaseGroupLost (Warning): the referenced MysqlFailoverGroup was deleted.
+	EventDatabaseGroupLost = "DatabaseGroupLost"
+)
+
+// Event reasons of the deploy-lease controller.
+const (
+	// EventDeploymentLeaseRevoked (Normal): deployment leases of the group
+	// were revoked (TopologyChanged or OperatorRevoked).
+	EventDeploymentLeaseRevoked = "DeploymentLeaseRevoked"
+)
+
+// Event reasons of automatic failover.
+const (
+	// EventFailoverStarted (Warning): the active site is unreachable; the
+	// intent to promote a candidate was recorded.
+	EventFailoverStarted = "FailoverStarted"
+	// EventFailoverRefused (Warning): the active site is unreachable and no
+	// candidate may be promoted automatically (the message says why and how
+	// to override).
+	EventFailoverRefused = "FailoverRefused"
+	// EventFailoverAborted (Warning): the candidate became unreachable
+	// before it was promoted; nothing changed.
+	EventFailoverAborted = "FailoverAborted"
+	// EventFailoverSucceeded (Normal): the candidate is the active site and
+	// the new topologyGeneration is published.
+	EventFailoverSucceeded = "FailoverSucceeded"
+	// EventTransactionsPossiblyLost (Warning): the promoted site lacks
+	// transactions the operator saw committed on the old primary.
+	EventTransactionsPossiblyLost = "TransactionsPossiblyLost"
+	// EventClientSessionsEvicted (Normal): stale client sessions were killed
+	// on the fenced former primary.
+	EventClientSessionsEvicted = "ClientSessionsEvicted"
+)
+
+// Event reasons of planned failover admission (names kept by v1.7.0).
+const (
+	// EventPlannedFailoverRejected (Warning): the request cannot run at all
+	// (bad annotation, invalid target, cooldown with onCooldown=Reject).
+	EventPlannedFailoverRejected = "PlannedFailoverRejected"
+	// EventPlannedFailoverDeferred (Normal): the run waits for a deployment
+	// hold or the cooldown to end.
+	EventPlannedFailoverDeferred = "PlannedFailoverDeferred"
+	// EventPlannedFailoverStarted (Normal): admission passed; the handoff begins.
+	EventPlannedFailoverStarted = "PlannedFailoverStarted"
+)
+
+// Event reasons of the handoff.
+const (
+	EventPlannedFailoverTargetCaughtUp  = "PlannedFailoverTargetCaughtUp"
+	EventPlannedFailoverDrainStarted    = "PlannedFailoverDrainStarted"
+	EventPlannedFailoverRollbackStarted = "PlannedFailoverRollbackStarted"
+	EventPlannedFailoverSucceeded       = "PlannedFailoverSucceeded"
+	EventPlannedFailoverFailed          = "PlannedFailoverFailed"
+	// EventAutomaticFailoverHoldPlaced (Warning) and
+	// EventAutomaticFailoverHoldCleared (Normal): status.automaticFailoverHold
+	// was set by a planned run that ended uncertain, or cleared by an
+	// administrator's annotation.
+	EventAutomaticFailoverHoldPlaced  = "AutomaticFailoverHoldPlaced"
+	EventAutomaticFailoverHoldCleared = "AutomaticFailoverHoldCleared"
+)
+
+// Event reasons of a reclone request.
+const (
+	// EventRecloneRejected (Warning): the annotation was invalid or the
+	// group could not take a reclone now; it was cleared, nothing changed.
+	EventRecloneRejected = "RecloneRejected"
+	// EventRecloneRequested (Warning when transactions are discarded): the
+	// request was accepted and recorded; the message carries the set the
+	// clone destroys.
+	EventRecloneRequested = "RecloneRequested"
+)
+
+// Event reasons of split brain (several writable sites, no active site on
+// record).
+const (
+	// EventSplitBrainDetected (Warning): several sites are writable and
+	// nothing says which one serves; without splitBrainPolicy.sitePriorities
+	// none is fenced automatically.
+	EventSplitBrainDetected = "SplitBrainDetected"
+	// EventSplitBrainResolutionStarted (Warning): sitePriorities names the
+	// site to keep; the intent was recorded and the others are fenced.
+	EventSplitBrainResolutionStarted = "SplitBrainResolutionStarted"
+	// EventSplitBrainResolved (Normal): the kept site is the only writable
+	// one and is published as the active site.
+	EventSplitBrainResolved = "SplitBrainResolved"
+	// EventSplitBrainResolutionAborted (Warning): the kept site stopped being
+	// writable or reachable before the resolution completed.
+	EventSplitBrainResolutionAborted = "SplitBrainResolutionAborted"
+)
+
+// Event reasons of the topology manager.
+const (
+	// EventOldPrimaryRejoined (Normal): the former primary of the last failover
+	// held nothing the active site lacks and now replicates from it.
+	EventOldPrimaryRejoined = "OldPrimaryRejoined"
+	// EventAutomaticFailoverHoldClearRejected (Warning): the clear-hold
+	// annotation did not name the group; it is removed unapplied.
+	EventAutomaticFailoverHoldClearRejected = "AutomaticFailoverHoldClearRejected"
+	// EventBootstrapStarted (Normal): the first active site was chosen and
+	// the intent recorded in status.transition.
+	EventBootstrapStarted = "BootstrapStarted"
+	// EventBootstrapSucceeded (Normal): the first active site is writable and
+	// published; topologyGeneration was incremented.
+	EventBootstrapSucceeded = "BootstrapSucceeded"
+	// EventBootstrapAborted (Warning): a recorded bootstrap was abandoned
+	// because its target stopped qualifying; a new choice follows.
+	EventBootstrapAborted = "BootstrapAborted"
+	// EventBootstrapRefusedIncomparableGTIDSets (Warning): no site was made
+	// writable because two sites hold transactions the other lacks.
+	EventBootstrapRefusedIncomparableGTIDSets = "BootstrapRefusedIncomparableGTIDSets"
+	// EventBootstrapRefusedNoEligibleCandidate (Warning): no reachable
+	// PrimaryCandidate holds every transaction.
+	EventBootstrapRefusedNoEligibleCandidate = "BootstrapRefusedNoEligibleCandidate"
+	// EventActiveSiteReasserted (Normal): the known active site was found
+	// read-only (for example after a mysqld restart) and made writable again.
+	EventActiveSiteReasserted = "ActiveSiteReasserted"
+	// EventActiveSiteReassertRefused (Warning): the known active site is
+	// read-only and another site holds transactions it lacks, so it stays
+	// read-only.
+	EventActiveSiteReassertRefused = "ActiveSiteReassertRefused"
+	// EventSiteFenced (Warning): a site that must not be writable was found
+	// writable and fenced (super_read_only=ON).
+	EventSiteFenced = "SiteFenced"
+	// EventFollowerRepointed (Normal): a follower now replicates from the
+	// active site's internal Service.
+	EventFollowerRepointed = "FollowerRepointed"
+	// EventFollowerRepointFailed (Warning): repointing or starting a
+	// follower's replication failed.
+	EventFollowerRepointFailed = "FollowerRepointFailed"
+	// EventCloneStarted (Normal), EventCloneSucceeded (Normal),
+	// EventCloneFailed (Warning): a follower that could not catch up from
+	// binary logs is being, was, or could not be recloned from the active site.
+	EventCloneStarted   = "CloneStarted"
+	EventCloneSucceeded = "CloneSucceeded"
+	EventCloneFailed    = "CloneFailed"
+	// EventCloneRefusedDivergentTransactions (Warning): a follower needs a
+	// clone but holds transactions the donor lacks; it is left as it is.
+	EventCloneRefusedDivergentTransactions = "CloneRefusedDivergentTransactions"
+	// EventDivergentTransactionsDetected (Warning): a follower (a replica,
+	// or the old primary after a failover) holds transactions the active
+	// site lacks.
+	EventDivergentTransactionsDetected = "DivergentTransactionsDetected"
+	// EventOldPrimaryRecovered (Normal): an old primary's divergence record
+	// cleared (v1.7.0 name of RecoveryComplete).
+	EventOldPrimaryRecovered = "OldPrimaryRecovered"
+)
+
+// Event reasons of the group's Kubernetes objects.
+const (
+	// EventSiteRenderFailed (Warning): a site's objects could not be rendered.
+	EventSiteRenderFailed = "SiteRenderFailed"
+	// EventObjectRefused (Warning): the API server refused one of the
+	// group's objects as invalid; recorded when the refusal first shows.
+	EventObjectRefused = "ObjectRefused"
+	// EventMySQLConfOptionIgnored (Warning): mysqlConf named an option the
+	// operator owns; recorded when the template carrying it is written.
+	EventMySQLConfOptionIgnored = "MySQLConfOptionIgnored"
+	// EventSiteRolled (Normal): a site's pod was deleted to be recreated from
+	// the new pod template.
+	EventSiteRolled = "SiteRolled"
+	// EventOrderedUpdateStalled (Warning): the ordered update stopped at a
+	// site that is not Ready, or cannot hand the primary role over;
+	// recorded when the stall begins.
+	EventOrderedUpdateStalled = "OrderedUpdateStalled"
+	// EventOrderedUpdateHandoffStarted (Normal): the ordered update stored
+	// the planned-failover claim that hands the primary role to an updated
+	// follower (also for a retry).
+	EventOrderedUpdateHandoffStarted = "OrderedUpdateHandoffStarted"
+	// EventOrderedUpdateHandoffFailed (Warning): that planned failover ended
+	// without moving the active site; the message says when it is retried.
+	EventOrderedUpdateHandoffFailed = "OrderedUpdateHandoffFailed"
+	// EventDNSEndpointSkippedCRDMissing (Warning): external-dns's DNSEndpoint
+	// CRD is not installed, so the DNS record is not managed.
+	EventDNSEndpointSkippedCRDMissing = "DNSEndpointSkippedCRDMissing"
+	// EventDNSEndpointUpdated (Normal): the DNS record now points at a new
+	// target (or was created).
+	EventDNSEndpointUpdated = "DNSEndpointUpdated"
+	// EventNodeTainted and EventNodeUntainted (Normal): the group's
+	// db-readonly taint was added to or removed from a node.
+	EventNodeTainted   = "NodeTainted"
+	EventNodeUntainted = "NodeUntainted"
+	// EventDNSEndpointDeleted (Normal): the group's DNSEndpoint was deleted
+	// while the group was being deleted.
+	EventDNSEndpointDeleted = "DNSEndpointDeleted"
+)
