@@ -21,7 +21,7 @@ import (
 
 	"github.com/shipstream/bloodraven/e2e/framework"
 	"github.com/shipstream/bloodraven/pkg/apis/shipstream/v1alpha1"
-	renderpkg "github.com/shipstream/bloodraven/pkg/render"
+	"github.com/shipstream/bloodraven/pkg/render"
 )
 
 var cp *framework.ControlPlane
@@ -46,8 +46,8 @@ func (o object) namespace() string { s, _ := o.Metadata["namespace"].(string); r
 
 func kubectl() string { return filepath.Join(framework.BinDir(), "kubectl") }
 
-// render runs `kubectl kustomize dir` with the v1.37 kubectl.
-func render(t *testing.T, dir string) (string, []object) {
+// kustomize runs `kubectl kustomize dir` with the v1.37 kubectl.
+func kustomize(t *testing.T, dir string) (string, []object) {
 	t.Helper()
 	if _, err := os.Stat(kubectl()); err != nil {
 		t.Skipf("bin/kubectl is not built (make tools): %v", err)
@@ -144,7 +144,7 @@ func TestEveryEntryPointRenders(t *testing.T) {
 		}
 	}
 	for _, dir := range dirs {
-		_, objs := render(t, dir)
+		_, objs := kustomize(t, dir)
 		for _, o := range objs {
 			if o.Kind == "" || o.APIVersion == "" || o.name() == "" {
 				t.Errorf("%s renders an object without kind/apiVersion/name: %+v", dir, o)
@@ -152,7 +152,7 @@ func TestEveryEntryPointRenders(t *testing.T) {
 		}
 	}
 	for name, dir := range componentCombos(t) {
-		if _, objs := render(t, dir); len(objs) < 5 {
+		if _, objs := kustomize(t, dir); len(objs) < 5 {
 			t.Errorf("component combination %s rendered %d objects", name, len(objs))
 		}
 	}
@@ -173,7 +173,7 @@ func TestBaseInstallsEveryCRD(t *testing.T) {
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no CRD files: %v", err)
 	}
-	_, objs := render(t, repo("deploy/base"))
+	_, objs := kustomize(t, repo("deploy/base"))
 	crds := map[string]bool{}
 	for _, o := range objs {
 		if o.Kind == "CustomResourceDefinition" {
@@ -199,7 +199,7 @@ func TestBaseInstallsEveryCRD(t *testing.T) {
 // peer entry), operator-managed mysqld pods from any namespace are admitted,
 // and 8080-8082 stay open.
 func TestNetworkPolicyShape(t *testing.T) {
-	_, objs := render(t, repo("deploy/overlays/example"))
+	_, objs := kustomize(t, repo("deploy/overlays/example"))
 	var np map[string]any
 	for _, o := range objs {
 		if o.Kind == "NetworkPolicy" {
@@ -228,8 +228,8 @@ func TestNetworkPolicyShape(t *testing.T) {
 		want[k], _ = v.(string)
 	}
 	g := &v1alpha1.MysqlFailoverGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "orders"}}
-	if len(want) == 0 || !labels.SelectorFromSet(want).Matches(labels.Set(renderpkg.SiteLabels(g, "iad"))) {
-		t.Errorf("escrow peer selector %v does not select the operator's mysqld pods (labels %v)", want, renderpkg.SiteLabels(g, "iad"))
+	if len(want) == 0 || !labels.SelectorFromSet(want).Matches(labels.Set(render.SiteLabels(g, "iad"))) {
+		t.Errorf("escrow peer selector %v does not select the operator's mysqld pods (labels %v)", want, render.SiteLabels(g, "iad"))
 	}
 	ports := first["ports"].([]any)
 	if len(ports) != 1 || ports[0].(map[string]any)["port"] != float64(8443) {
@@ -257,7 +257,7 @@ func TestRenderedObjectsAreAcceptedWithStrictValidation(t *testing.T) {
 		t.Skip("integration test: needs the control plane (not run with -short)")
 	}
 	// The CRDs first, so the API server knows them before anything else.
-	crdText, _ := render(t, repo("deploy/crds"))
+	crdText, _ := kustomize(t, repo("deploy/crds"))
 	if out, err := apply(t, crdText); err != nil {
 		t.Fatalf("apply deploy/crds: %v\n%s", err, out)
 	}
@@ -270,7 +270,7 @@ func TestRenderedObjectsAreAcceptedWithStrictValidation(t *testing.T) {
 		t.Logf("component combination %s: %s", name, dir)
 	}
 	for _, dir := range dirs {
-		text, objs := render(t, dir)
+		text, objs := kustomize(t, dir)
 		out, err := apply(t, text)
 		if err != nil {
 			t.Errorf("apply %s: %v\n%s", dir, err, out)
@@ -289,7 +289,7 @@ func TestStrictValidationRefusesUnknownFields(t *testing.T) {
 	if cp == nil {
 		t.Skip("integration test: needs the control plane (not run with -short)")
 	}
-	text, _ := render(t, repo("deploy/base"))
+	text, _ := kustomize(t, repo("deploy/base"))
 	var deployment string
 	for _, doc := range strings.Split(text, "\n---\n") {
 		if strings.Contains(doc, "kind: Deployment") {
@@ -335,7 +335,7 @@ func dig(v any, path ...any) any {
 
 func deploymentOf(t *testing.T, dir string) map[string]any {
 	t.Helper()
-	_, objs := render(t, dir)
+	_, objs := kustomize(t, dir)
 	for _, o := range objs {
 		if o.Kind == "Deployment" && o.name() == "bloodraven" {
 			return o.raw
@@ -391,7 +391,7 @@ func TestOperatorDeploymentIsHardened(t *testing.T) {
 // it on 8443 (container and Service); the deploy-API component turns the API
 // on only together with it.
 func TestEscrowTLSAndDeployAPIComponents(t *testing.T) {
-	_, objs := render(t, repo("deploy/overlays/example"))
+	_, objs := kustomize(t, repo("deploy/overlays/example"))
 	var d, svc map[string]any
 	for _, o := range objs {
 		switch {

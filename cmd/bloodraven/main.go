@@ -19,8 +19,9 @@ import (
 	shipv1alpha1 "github.com/shipstream/bloodraven/generated/informers/externalversions/shipstream/v1alpha1"
 	"github.com/shipstream/bloodraven/pkg/auxiliary"
 	"github.com/shipstream/bloodraven/pkg/controllers/database"
+	"github.com/shipstream/bloodraven/pkg/controllers/groupobjects"
 	"github.com/shipstream/bloodraven/pkg/controllers/leaserevocation"
-	"github.com/shipstream/bloodraven/pkg/controllers/topology"
+	"github.com/shipstream/bloodraven/pkg/controllers/topologymanager"
 	"github.com/shipstream/bloodraven/pkg/deployapi"
 	"github.com/shipstream/bloodraven/pkg/leasestore"
 	"github.com/shipstream/bloodraven/pkg/logging"
@@ -66,28 +67,44 @@ func run() int {
 	return 0
 }
 
-// registerModules adds every controller and route to the process. Each
-// module registers itself here, in one place, before the informers start.
+// registerModules adds every controller and route to the process, here in
+// one place, before the informers start. Every controller is built the
+// same way: New(operator.Deps, Options).
 func registerModules(p *operator.Process) error {
-	if _, err := database.New(p); err != nil {
-		return err
-	}
-	if _, err := topology.New(p); err != nil {
-		return err
-	}
-	groups, leases := groupAndLeaseInformers(p)
+	d := p.Deps()
 	// One lease store for the API and the controller: it keeps nothing in
 	// memory, the Leases in the API server are the state.
 	store := leasestore.New(p.Kube, leasestore.Options{})
-	dl, err := leaserevocation.New(leaserevocation.Config{
-		Store: store, Shipstream: p.Shipstream, Groups: groups, Leases: leases,
-		Recorder: p.Recorder, Registerer: p.Metrics.Registry, MetricsProvider: p.Metrics.Workqueue,
-		Logger: p.Log,
-	})
-	if err != nil {
-		return err
+	if !p.Config.AutomaticFailover {
+		p.Log.Warn("automatic failover is off (--automatic-failover=false): an unreachable primary is reported, not replaced")
 	}
-	p.AddController(dl)
+	controllers := []func() (operator.Controller, error){
+		func() (operator.Controller, error) { return database.New(d, database.Options{}) },
+		func() (operator.Controller, error) {
+			return groupobjects.New(d, groupobjects.Options{
+				SidecarImage: p.Config.SidecarImage, OperatorEndpoint: p.Config.SidecarOperatorEndpoint,
+			})
+		},
+		func() (operator.Controller, error) {
+			return topologymanager.New(d, topologymanager.Options{
+				Resolver:          p.Resolver,
+				StatementTimeout:  p.Config.LeaderElection.StatementTimeout(),
+				Metrics:           topologymanager.NewMetrics(p.Metrics.Registry),
+				AutomaticFailover: p.Config.AutomaticFailover,
+			})
+		},
+		func() (operator.Controller, error) {
+			return leaserevocation.New(d, leaserevocation.Options{Store: store})
+		},
+	}
+	for _, build := range controllers {
+		c, err := build()
+		if err != nil {
+			return err
+		}
+		p.AddController(c)
+	}
+	groups := groupInformers(p)
 	if p.Config.DeployAPIEnabled {
 		h, err := deployapi.NewHandler(deployapi.Config{
 			Kube: p.Kube, Shipstream: p.Shipstream, Store: store, Audience: p.Config.DeployAPIAudience,
@@ -102,18 +119,14 @@ func registerModules(p *operator.Process) error {
 	return nil
 }
 
-// groupAndLeaseInformers returns the shared MysqlFailoverGroup and Lease
-// informers of every watched-namespace factory.
-func groupAndLeaseInformers(p *operator.Process) ([]shipv1alpha1.MysqlFailoverGroupInformer, []cache.SharedIndexInformer) {
+// groupInformers returns the shared MysqlFailoverGroup informers of every
+// watched-namespace factory.
+func groupInformers(p *operator.Process) []shipv1alpha1.MysqlFailoverGroupInformer {
 	var groups []shipv1alpha1.MysqlFailoverGroupInformer
-	var leases []cache.SharedIndexInformer
 	for _, ns := range sortedKeys(p.Informers.Shipstream) {
 		groups = append(groups, p.Informers.Shipstream[ns].Shipstream().V1alpha1().MysqlFailoverGroups())
 	}
-	for _, ns := range sortedKeys(p.Informers.Kube) {
-		leases = append(leases, p.Informers.Kube[ns].Coordination().V1().Leases().Informer())
-	}
-	return groups, leases
+	return groups
 }
 
 // registerAuxiliary mounts the sidecar-facing endpoints on the :8082 mux,

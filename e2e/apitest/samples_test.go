@@ -17,7 +17,7 @@ import (
 
 	"github.com/shipstream/bloodraven/generated/clientset/versioned"
 	typed "github.com/shipstream/bloodraven/generated/clientset/versioned/typed/shipstream/v1alpha1"
-	v1 "github.com/shipstream/bloodraven/pkg/apis/shipstream/v1alpha1"
+	"github.com/shipstream/bloodraven/pkg/apis/shipstream/v1alpha1"
 	"github.com/shipstream/bloodraven/pkg/stability"
 )
 
@@ -68,11 +68,11 @@ func TestSamplesAccepted(t *testing.T) {
 // the Go types, so the operator reads what users wrote.
 func TestSamplesDecodeStrictly(t *testing.T) {
 	targets := map[string]any{
-		"MysqlFailoverGroup":      &v1.MysqlFailoverGroup{},
-		"MysqlBackup":             &v1.MysqlBackup{},
-		"MysqlBackupVerification": &v1.MysqlBackupVerification{},
-		"MysqlStandbyCluster":     &v1.MysqlStandbyCluster{},
-		"MysqlDatabase":           &v1.MysqlDatabase{},
+		"MysqlFailoverGroup":      &v1alpha1.MysqlFailoverGroup{},
+		"MysqlBackup":             &v1alpha1.MysqlBackup{},
+		"MysqlBackupVerification": &v1alpha1.MysqlBackupVerification{},
+		"MysqlStandbyCluster":     &v1alpha1.MysqlStandbyCluster{},
+		"MysqlDatabase":           &v1alpha1.MysqlDatabase{},
 	}
 	seen := map[string]bool{}
 	files, _ := filepath.Glob(filepath.Join(samplesDir(), "*.yaml"))
@@ -124,7 +124,7 @@ func TestDefaults(t *testing.T) {
 		want  any
 	}{
 		{"spec.image", s.Image, "mysql:9.7"},
-		{"spec.sites[0].role", s.Sites[0].Role, v1.SiteRolePrimaryCandidate},
+		{"spec.sites[0].role", s.Sites[0].Role, v1alpha1.SiteRolePrimaryCandidate},
 		{"spec.pollInterval", s.PollInterval.Duration, 2 * time.Second},
 		{"spec.failureThreshold", *s.FailureThreshold, int32(3)},
 		{"spec.recoveryThreshold", *s.RecoveryThreshold, int32(2)},
@@ -132,10 +132,10 @@ func TestDefaults(t *testing.T) {
 		{"spec.connectionDrainTimeout", s.ConnectionDrainTimeout.Duration, 30 * time.Second},
 		{"spec.cloneTimeout", s.CloneTimeout.Duration, time.Hour},
 		{"spec.terminationGracePeriodSeconds", *s.TerminationGracePeriodSeconds, int64(60)},
-		{"spec.updateStrategy.type", s.UpdateStrategy.Type, v1.OrderedUpdate},
+		{"spec.updateStrategy.type", s.UpdateStrategy.Type, v1alpha1.OrderedUpdate},
 		{"spec.dns.ttlSeconds", *s.DNS.TTLSeconds, int32(60)},
 		{"spec.replication.maxLagSeconds (explicit 0 kept)", *s.Replication.MaxLagSeconds, int32(0)},
-		{"spec.plannedFailover.onCooldown", s.PlannedFailover.OnCooldown, v1.PlannedFailoverRejectOnCooldown},
+		{"spec.plannedFailover.onCooldown", s.PlannedFailover.OnCooldown, v1alpha1.PlannedFailoverRejectOnCooldown},
 		{"spec.plannedFailover.maxLagWait", s.PlannedFailover.MaxLagWait.Duration, time.Minute},
 		{"spec.sidecar.leaseTimeout", s.Sidecar.LeaseTimeout.Duration, 15 * time.Second},
 		{"spec.sidecar.peerCheckInterval", s.Sidecar.PeerCheckInterval.Duration, 2 * time.Second},
@@ -147,7 +147,7 @@ func TestDefaults(t *testing.T) {
 		{"spec.backup.profiles[0].retention.keepFailed", *s.Backup.Profiles[0].Retention.KeepFailed, int32(10)},
 		{"spec.backup.profiles[0].encryption.algorithm", s.Backup.Profiles[0].Encryption.Algorithm, "AES-256-GCM"},
 		{"spec.backup.profiles[0].encryption.passphraseSecretKeyRef.key", s.Backup.Profiles[0].Encryption.PassphraseSecretKeyRef.Key, "passphrase"},
-		{"spec.encryptionAtRest.existingData", s.EncryptionAtRest.ExistingData, v1.EncryptionExistingData("Refuse")},
+		{"spec.encryptionAtRest.existingData", s.EncryptionAtRest.ExistingData, v1alpha1.EncryptionExistingData("Refuse")},
 		{"spec.encryptionAtRest.coverage.systemTablespace", *s.EncryptionAtRest.Coverage.SystemTablespace, true},
 		{"spec.encryptionAtRest.keyring.dataFileDir", s.EncryptionAtRest.Keyring.DataFileDir, "/run/mysql-keyring"},
 		{"spec.encryptionAtRest.keyring.mysqldDir", s.EncryptionAtRest.Keyring.MysqldDir, "/usr/sbin"},
@@ -172,7 +172,7 @@ func TestDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if mb.Spec.DeletionPolicy != v1.DeletionPolicyDelete {
+	if mb.Spec.DeletionPolicy != v1alpha1.DeletionPolicyDelete {
 		t.Errorf("MysqlBackup spec.deletionPolicy = %q, want Delete", mb.Spec.DeletionPolicy)
 	}
 
@@ -184,7 +184,7 @@ func TestDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	if mbv.Spec.TTLSecondsAfterFinished != nil {
-		t.Errorf("MysqlBackupVerification spec.ttlSecondsAfterFinished = %d, want unset (no default in v1.7.0)", *mbv.Spec.TTLSecondsAfterFinished)
+		t.Errorf("MysqlBackupVerification spec.ttlSecondsAfterFinished = %d, want unset (no default in v1alpha1.7.0)", *mbv.Spec.TTLSecondsAfterFinished)
 	}
 
 	if _, err := create(t, dc, ns, object(t, minimalStandby)); err != nil {
@@ -205,7 +205,7 @@ func TestDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if mdb.Spec.Collation != "" || mdb.Spec.CharacterSet != "utf8mb4" || mdb.Spec.DeletionPolicy != v1.DatabaseRetain || len(mdb.Spec.DeploymentClients) != 0 {
+	if mdb.Spec.Collation != "" || mdb.Spec.CharacterSet != "utf8mb4" || mdb.Spec.DeletionPolicy != v1alpha1.DatabaseRetain || len(mdb.Spec.DeploymentClients) != 0 {
 		t.Errorf("MysqlDatabase defaults: collation=%q characterSet=%q deletionPolicy=%q clients=%v; want no collation, utf8mb4, Retain, no clients",
 			mdb.Spec.Collation, mdb.Spec.CharacterSet, mdb.Spec.DeletionPolicy, mdb.Spec.DeploymentClients)
 	}
@@ -226,22 +226,22 @@ func TestStatusRoundTrip(t *testing.T) {
 	}
 	now := metav1.NewTime(time.Now().Truncate(time.Second))
 	lag := int64(1)
-	g.Status = v1.MysqlFailoverGroupStatus{
+	g.Status = v1alpha1.MysqlFailoverGroupStatus{
 		ObservedGeneration: g.Generation,
 		ActiveSite:         "iad",
 		TopologyGeneration: 7,
-		Transition: &v1.Transition{ID: "0b0d5a52-6f4f-4b8e-9a53-5f0d4e0f2a11", Kind: v1.TransitionPlanned, SourceSite: "iad", TargetSite: "pdx",
-			TopologyGeneration: 8, Step: v1.StepFencingSource, StartTime: now, StepTime: &now},
-		Sites: []v1.SiteStatus{
-			{Name: "iad", Role: v1.SiteRolePrimaryCandidate, State: v1.SiteWritable, Replication: v1.ReplicationNotReplicating, LastSeenTime: &now},
-			{Name: "pdx", Role: v1.SiteRolePrimaryCandidate, State: v1.SiteReadOnly, Replication: v1.ReplicationRunning, SecondsBehindSource: &lag,
+		Transition: &v1alpha1.Transition{ID: "0b0d5a52-6f4f-4b8e-9a53-5f0d4e0f2a11", Kind: v1alpha1.TransitionPlanned, SourceSite: "iad", TargetSite: "pdx",
+			TopologyGeneration: 8, Step: v1alpha1.StepFencingSource, StartTime: now, StepTime: &now},
+		Sites: []v1alpha1.SiteStatus{
+			{Name: "iad", Role: v1alpha1.SiteRolePrimaryCandidate, State: v1alpha1.SiteWritable, Replication: v1alpha1.ReplicationNotReplicating, LastSeenTime: &now},
+			{Name: "pdx", Role: v1alpha1.SiteRolePrimaryCandidate, State: v1alpha1.SiteReadOnly, Replication: v1alpha1.ReplicationRunning, SecondsBehindSource: &lag,
 				SourceConvergenceState: "Converged", SourceConvergenceReason: "DirectSource", LastSeenTime: &now},
 		},
-		Conditions: []metav1.Condition{{Type: v1.ConditionReady, Status: metav1.ConditionTrue, Reason: v1.ReasonHealthy, Message: "ok",
+		Conditions: []metav1.Condition{{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonHealthy, Message: "ok",
 			LastTransitionTime: now, ObservedGeneration: g.Generation}},
-		PlannedFailover: &v1.PlannedFailoverStatus{RunID: "0b0d5a52-6f4f-4b8e-9a53-5f0d4e0f2a11", TargetSite: "pdx", SourceSite: "iad",
-			Phase: v1.PlannedFailoverFencing, RequestTime: &now},
-		LastFailover: &v1.LastFailover{Time: now, Target: "iad", Kind: v1.TransitionBootstrap, PromotionGTIDExecuted: "3e11fa47-71ca-11e1-9e33-c80aa9429562:1-5"},
+		PlannedFailover: &v1alpha1.PlannedFailoverStatus{RunID: "0b0d5a52-6f4f-4b8e-9a53-5f0d4e0f2a11", TargetSite: "pdx", SourceSite: "iad",
+			Phase: v1alpha1.PlannedFailoverFencing, RequestTime: &now},
+		LastFailover: &v1alpha1.LastFailover{Time: now, Target: "iad", Kind: v1alpha1.TransitionBootstrap, PromotionGTIDExecuted: "3e11fa47-71ca-11e1-9e33-c80aa9429562:1-5"},
 	}
 	g.Spec.PollInterval = &metav1.Duration{Duration: 9 * time.Second} // must be ignored by /status
 	if _, err := cs.MysqlFailoverGroups(ns).UpdateStatus(ctx(t), g, metav1.UpdateOptions{}); err != nil {
@@ -251,13 +251,13 @@ func TestStatusRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if back.Status.Transition == nil || back.Status.Transition.TargetSite != "pdx" || back.Status.Transition.TopologyGeneration != 8 || back.Status.Transition.Step != v1.StepFencingSource {
+	if back.Status.Transition == nil || back.Status.Transition.TargetSite != "pdx" || back.Status.Transition.TopologyGeneration != 8 || back.Status.Transition.Step != v1alpha1.StepFencingSource {
 		t.Errorf("status.transition not stored as written: %+v", back.Status.Transition)
 	}
 	if back.Spec.PollInterval.Duration != 2*time.Second {
 		t.Errorf("spec.pollInterval changed through the status subresource: %v", back.Spec.PollInterval)
 	}
-	if c := meta.FindStatusCondition(back.Status.Conditions, v1.ConditionReady); c == nil || c.Status != metav1.ConditionTrue {
+	if c := meta.FindStatusCondition(back.Status.Conditions, v1alpha1.ConditionReady); c == nil || c.Status != metav1.ConditionTrue {
 		t.Errorf("Ready condition not stored: %+v", back.Status.Conditions)
 	}
 	// What the deploy API would answer for this stored object.
@@ -265,7 +265,7 @@ func TestStatusRoundTrip(t *testing.T) {
 		t.Errorf("stability of the stored group = %+v, want unstable TopologyTransition", v)
 	}
 
-	// A status value outside the v1.7.0 vocabulary is refused.
+	// A status value outside the v1alpha1.7.0 vocabulary is refused.
 	back.Status.Sites[0].State = "writable"
 	if _, err := cs.MysqlFailoverGroups(ns).UpdateStatus(ctx(t), back, metav1.UpdateOptions{}); err == nil || !strings.Contains(err.Error(), "status.sites[0].state") {
 		t.Errorf("lower-case site state: err = %v, want a refusal naming status.sites[0].state", err)
@@ -350,7 +350,7 @@ func TestDefaultsOfOptionalBlocks(t *testing.T) {
 		set("spec.backup", `{profiles: [{name: p, storage: {type: S3, s3: {bucket: bkt, prefix: x}},
 			verification: {enabled: true, schedule: '0 6 * * 0', sanityCheck: {query: 'SELECT 1'}}}],
 			pitr: {enabled: true, profileName: p}, retry: {}}`),
-		set("spec.dragonfly", "{enabled: true, image: 'dragonfly:v1.38.0', auth: {passwordSecretKeyRef: {name: df}}}"),
+		set("spec.dragonfly", "{enabled: true, image: 'dragonfly:v1alpha1.38.0', auth: {passwordSecretKeyRef: {name: df}}}"),
 	)
 	s := storedSpec(t, dc, cs, ns, g)
 	checks := []struct {
@@ -368,7 +368,7 @@ func TestDefaultsOfOptionalBlocks(t *testing.T) {
 		{"spec.dragonfly.port", *s.Dragonfly.Port, int32(6379)},
 		{"spec.dragonfly.adminPort", *s.Dragonfly.AdminPort, int32(9999)},
 		{"spec.dragonfly.plannedFailover.maxSyncWait", s.Dragonfly.PlannedFailover.MaxSyncWait.Duration, 30 * time.Second},
-		{"spec.dragonfly.plannedFailover.onSyncTimeout", s.Dragonfly.PlannedFailover.OnSyncTimeout, v1.DragonflyOnSyncTimeout("Proceed")},
+		{"spec.dragonfly.plannedFailover.onSyncTimeout", s.Dragonfly.PlannedFailover.OnSyncTimeout, v1alpha1.DragonflyOnSyncTimeout("Proceed")},
 		{"spec.dragonfly.auth.passwordSecretKeyRef.key", s.Dragonfly.Auth.PasswordSecretKeyRef.Key, "password"},
 	}
 	for _, c := range checks {
@@ -380,7 +380,7 @@ func TestDefaultsOfOptionalBlocks(t *testing.T) {
 		t.Errorf("spec.dragonfly proactorThreads=%v maxMemory=%q, want both unset (Dragonfly's own defaults)", s.Dragonfly.ProactorThreads, s.Dragonfly.MaxMemory)
 	}
 	if s.Backup.Profiles[0].Verification.TTLSecondsAfterFinished != nil {
-		t.Errorf("profile verification ttlSecondsAfterFinished = %d, want unset (no default in v1.7.0)", *s.Backup.Profiles[0].Verification.TTLSecondsAfterFinished)
+		t.Errorf("profile verification ttlSecondsAfterFinished = %d, want unset (no default in v1alpha1.7.0)", *s.Backup.Profiles[0].Verification.TTLSecondsAfterFinished)
 	}
 
 	v := object(t, minimalVerification)
@@ -399,7 +399,7 @@ func TestDefaultsOfOptionalBlocks(t *testing.T) {
 
 // storedSpec creates a group and reads back its spec as the API server
 // stored it, defaults applied.
-func storedSpec(t *testing.T, dc dynamic.Interface, cs typed.ShipstreamV1alpha1Interface, ns string, g *unstructured.Unstructured) v1.MysqlFailoverGroupSpec {
+func storedSpec(t *testing.T, dc dynamic.Interface, cs typed.ShipstreamV1alpha1Interface, ns string, g *unstructured.Unstructured) v1alpha1.MysqlFailoverGroupSpec {
 	t.Helper()
 	if _, err := create(t, dc, ns, g); err != nil {
 		t.Fatal(err)

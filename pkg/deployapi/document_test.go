@@ -6,27 +6,27 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	v1 "github.com/shipstream/bloodraven/pkg/apis/shipstream/v1alpha1"
+	"github.com/shipstream/bloodraven/pkg/apis/shipstream/v1alpha1"
 	"github.com/shipstream/bloodraven/pkg/leasestore"
 )
 
-func healthyGroup() *v1.MysqlFailoverGroup {
+func healthyGroup() *v1alpha1.MysqlFailoverGroup {
 	lag2, lag7 := int64(2), int64(7)
-	return &v1.MysqlFailoverGroup{
+	return &v1alpha1.MysqlFailoverGroup{
 		ObjectMeta: metav1.ObjectMeta{Name: "orders", Namespace: "db"},
-		Spec: v1.MysqlFailoverGroupSpec{Sites: []v1.SiteSpec{
-			{Name: "iad", Role: v1.SiteRolePrimaryCandidate},
-			{Name: "pdx", Role: v1.SiteRolePrimaryCandidate},
-			{Name: "reader", Role: v1.SiteRoleReadOnly},
+		Spec: v1alpha1.MysqlFailoverGroupSpec{Sites: []v1alpha1.SiteSpec{
+			{Name: "iad", Role: v1alpha1.SiteRolePrimaryCandidate},
+			{Name: "pdx", Role: v1alpha1.SiteRolePrimaryCandidate},
+			{Name: "reader", Role: v1alpha1.SiteRoleReadOnly},
 		}},
-		Status: v1.MysqlFailoverGroupStatus{
+		Status: v1alpha1.MysqlFailoverGroupStatus{
 			ActiveSite: "iad", TopologyGeneration: 5,
-			Sites: []v1.SiteStatus{
-				{Name: "iad", State: v1.SiteWritable, Replication: v1.ReplicationNotReplicating},
-				{Name: "pdx", State: v1.SiteReadOnly, Replication: v1.ReplicationRunning, SecondsBehindSource: &lag2},
-				{Name: "reader", State: v1.SiteReadOnly, Replication: v1.ReplicationStopped, SecondsBehindSource: &lag7},
+			Sites: []v1alpha1.SiteStatus{
+				{Name: "iad", State: v1alpha1.SiteWritable, Replication: v1alpha1.ReplicationNotReplicating},
+				{Name: "pdx", State: v1alpha1.SiteReadOnly, Replication: v1alpha1.ReplicationRunning, SecondsBehindSource: &lag2},
+				{Name: "reader", State: v1alpha1.SiteReadOnly, Replication: v1alpha1.ReplicationStopped, SecondsBehindSource: &lag7},
 			},
-			Conditions: []metav1.Condition{{Type: v1.ConditionReady, Status: metav1.ConditionTrue, Reason: "Healthy"}},
+			Conditions: []metav1.Condition{{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: "Healthy"}},
 		},
 	}
 }
@@ -49,13 +49,13 @@ func TestBuildDocumentHealthAndLeases(t *testing.T) {
 	if len(doc.Leases) != 1 || doc.Leases[0].OperationID != "live" {
 		t.Fatalf("leases %+v, want only the live one", doc.Leases)
 	}
-	g.Status.Sites[1].Replication = v1.ReplicationConnecting
+	g.Status.Sites[1].Replication = v1alpha1.ReplicationConnecting
 	doc = buildDocument(g, nil, now)
 	if doc.Stable || doc.UnstableReason != "ReplicationNotRunning" || doc.Health.ReplicationRunning {
 		t.Fatalf("follower not replicating: %+v", doc)
 	}
 	g = healthyGroup()
-	g.Status.Sites[1].RecoveryState = v1.RecoveryBlocked
+	g.Status.Sites[1].RecoveryState = v1alpha1.RecoveryBlocked
 	if doc = buildDocument(g, nil, now); !doc.Health.RecoveryPending || doc.UnstableReason != "RecoveryPending" {
 		t.Fatalf("recovery: %+v", doc)
 	}
@@ -70,24 +70,24 @@ func TestHealthAgreesWithStability(t *testing.T) {
 	now := time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC)
 	for _, tc := range []struct {
 		name               string
-		edit               func(*v1.MysqlFailoverGroup)
+		edit               func(*v1alpha1.MysqlFailoverGroup)
 		reason             string
 		replicationRunning bool
 		recoveryPending    bool
 	}{
-		{name: "healthy", edit: func(*v1.MysqlFailoverGroup) {}, replicationRunning: true},
-		{name: "a stopped status entry of a site no longer declared", replicationRunning: true, edit: func(g *v1.MysqlFailoverGroup) {
-			g.Status.Sites = append(g.Status.Sites, v1.SiteStatus{Name: "gone", State: v1.SiteReadOnly, Replication: v1.ReplicationStopped})
+		{name: "healthy", edit: func(*v1alpha1.MysqlFailoverGroup) {}, replicationRunning: true},
+		{name: "a stopped status entry of a site no longer declared", replicationRunning: true, edit: func(g *v1alpha1.MysqlFailoverGroup) {
+			g.Status.Sites = append(g.Status.Sites, v1alpha1.SiteStatus{Name: "gone", State: v1alpha1.SiteReadOnly, Replication: v1alpha1.ReplicationStopped})
 		}},
-		{name: "a declared follower never observed", reason: "ReplicationNotRunning", edit: func(g *v1.MysqlFailoverGroup) {
+		{name: "a declared follower never observed", reason: "ReplicationNotRunning", edit: func(g *v1alpha1.MysqlFailoverGroup) {
 			g.Status.Sites = g.Status.Sites[:1]
 		}},
-		{name: "an old primary's divergence report", reason: "RecoveryPending", replicationRunning: true, recoveryPending: true, edit: func(g *v1.MysqlFailoverGroup) {
-			g.Status.Sites[1].DivergenceDetectedBy = v1.DivergenceByOldPrimaryRecovery
+		{name: "an old primary's divergence report", reason: "RecoveryPending", replicationRunning: true, recoveryPending: true, edit: func(g *v1alpha1.MysqlFailoverGroup) {
+			g.Status.Sites[1].DivergenceDetectedBy = v1alpha1.DivergenceByOldPrimaryRecovery
 			g.Status.Sites[1].DivergentGTID = "3e11fa47-71ca-11e1-9e33-c80aa9429562:23"
 		}},
-		{name: "a replica's divergence report", replicationRunning: true, edit: func(g *v1.MysqlFailoverGroup) {
-			g.Status.Sites[1].DivergenceDetectedBy = v1.DivergenceByReplicaAudit
+		{name: "a replica's divergence report", replicationRunning: true, edit: func(g *v1alpha1.MysqlFailoverGroup) {
+			g.Status.Sites[1].DivergenceDetectedBy = v1alpha1.DivergenceByReplicaAudit
 			g.Status.Sites[1].DivergentGTID = "3e11fa47-71ca-11e1-9e33-c80aa9429562:23"
 		}},
 	} {
@@ -105,22 +105,22 @@ func TestHealthAgreesWithStability(t *testing.T) {
 
 func TestPlannedFailoverViewAndBlocks(t *testing.T) {
 	for _, tc := range []struct {
-		pf                 *v1.PlannedFailoverStatus
+		pf                 *v1alpha1.PlannedFailoverStatus
 		phase, reason, out string
 		observe, holdGrant bool // 423 for GET/renew, for new holds
 	}{
 		{pf: nil},
-		{pf: &v1.PlannedFailoverStatus{Phase: v1.PlannedFailoverAdmitting, Admission: &v1.PlannedFailoverAdmission{WaitReason: "TargetLagging"}},
+		{pf: &v1alpha1.PlannedFailoverStatus{Phase: v1alpha1.PlannedFailoverAdmitting, Admission: &v1alpha1.PlannedFailoverAdmission{WaitReason: "TargetLagging"}},
 			phase: "Admitting", reason: "TargetLagging", holdGrant: true},
-		{pf: &v1.PlannedFailoverStatus{Phase: v1.PlannedFailoverDeferred, Admission: &v1.PlannedFailoverAdmission{DeferReason: "DeploymentHold", WaitReason: "stale"}},
+		{pf: &v1alpha1.PlannedFailoverStatus{Phase: v1alpha1.PlannedFailoverDeferred, Admission: &v1alpha1.PlannedFailoverAdmission{DeferReason: "DeploymentHold", WaitReason: "stale"}},
 			phase: "Deferred", reason: "DeploymentHold", holdGrant: true},
-		{pf: &v1.PlannedFailoverStatus{Phase: v1.PlannedFailoverDraining, Admission: &v1.PlannedFailoverAdmission{DeferReason: "Cooldown"}},
+		{pf: &v1alpha1.PlannedFailoverStatus{Phase: v1alpha1.PlannedFailoverDraining, Admission: &v1alpha1.PlannedFailoverAdmission{DeferReason: "Cooldown"}},
 			phase: "Draining", observe: true, holdGrant: true},
-		{pf: &v1.PlannedFailoverStatus{Phase: v1.PlannedFailoverFencing}, phase: "Fencing", observe: true, holdGrant: true},
-		{pf: &v1.PlannedFailoverStatus{Phase: v1.PlannedFailoverRollingBack}, phase: "RollingBack", observe: true, holdGrant: true},
-		{pf: &v1.PlannedFailoverStatus{Phase: v1.PlannedFailoverFailed, Result: &v1.PlannedFailoverResult{Outcome: "RolledBack", Reason: "CatchUpTimedOut"}},
+		{pf: &v1alpha1.PlannedFailoverStatus{Phase: v1alpha1.PlannedFailoverFencing}, phase: "Fencing", observe: true, holdGrant: true},
+		{pf: &v1alpha1.PlannedFailoverStatus{Phase: v1alpha1.PlannedFailoverRollingBack}, phase: "RollingBack", observe: true, holdGrant: true},
+		{pf: &v1alpha1.PlannedFailoverStatus{Phase: v1alpha1.PlannedFailoverFailed, Result: &v1alpha1.PlannedFailoverResult{Outcome: "RolledBack", Reason: "CatchUpTimedOut"}},
 			phase: "Failed", reason: "CatchUpTimedOut", out: "RolledBack"},
-		{pf: &v1.PlannedFailoverStatus{Phase: v1.PlannedFailoverSucceeded, Result: &v1.PlannedFailoverResult{Outcome: "Succeeded"}},
+		{pf: &v1alpha1.PlannedFailoverStatus{Phase: v1alpha1.PlannedFailoverSucceeded, Result: &v1alpha1.PlannedFailoverResult{Outcome: "Succeeded"}},
 			phase: "Succeeded", out: "Succeeded"},
 	} {
 		g := healthyGroup()
@@ -137,7 +137,7 @@ func TestPlannedFailoverViewAndBlocks(t *testing.T) {
 		}
 	}
 	g := healthyGroup()
-	g.Status.Transition = &v1.Transition{ID: "t", Kind: v1.TransitionAutomatic, TargetSite: "pdx", Step: v1.StepRecorded}
+	g.Status.Transition = &v1alpha1.Transition{ID: "t", Kind: v1alpha1.TransitionAutomatic, TargetSite: "pdx", Step: v1alpha1.StepRecorded}
 	if r, b := observationBlock(g); !b || r != "TopologyTransition" {
 		t.Fatalf("transition: %v %v", r, b)
 	}

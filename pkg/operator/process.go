@@ -20,7 +20,9 @@ import (
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/shipstream/bloodraven/generated/clientset/versioned"
 	"github.com/shipstream/bloodraven/pkg/devsitemap"
 	"github.com/shipstream/bloodraven/pkg/eventrecorder"
@@ -206,6 +208,43 @@ func (p *Process) closeListeners() {
 // while this process leads and the deploy API is enabled).
 func (p *Process) SetDeployAPI(h http.Handler) { p.deployAPI.Store(&h) }
 
+// Deps are what every controller is built from: the process's clients,
+// informers, Event recorder, metrics and logger. Every controller package
+// has the same constructor, New(Deps, Options), so a test builds a
+// controller on a real API server exactly as the process does.
+type Deps struct {
+	Kube       kubernetes.Interface
+	Shipstream versioned.Interface
+	Dynamic    dynamic.Interface
+	Informers  *Informers
+	Recorder   record.EventRecorder
+	Metrics    *metrics.Registry
+	Log        *slog.Logger
+}
+
+// Deps returns the process's shared dependencies.
+func (p *Process) Deps() Deps {
+	return Deps{Kube: p.Kube, Shipstream: p.Shipstream, Dynamic: p.Dynamic, Informers: p.Informers,
+		Recorder: p.Recorder, Metrics: p.Metrics, Log: p.Log}
+}
+
+// Logger is d.Log, or slog's default when unset.
+func (d Deps) Logger() *slog.Logger {
+	if d.Log == nil {
+		return slog.Default()
+	}
+	return d.Log
+}
+
+// WorkqueueMetrics is the provider queues are created with; nil (client-go's
+// global provider) without a registry.
+func (d Deps) WorkqueueMetrics() workqueue.MetricsProvider {
+	if d.Metrics == nil {
+		return nil
+	}
+	return d.Metrics.Workqueue
+}
+
 // AddController registers a controller the leader runs.
 func (p *Process) AddController(c Controller) { p.controllers = append(p.controllers, c) }
 
@@ -362,4 +401,12 @@ func (p *Process) waitControllers(d time.Duration) bool {
 	case <-time.After(d):
 		return false
 	}
+}
+
+// Registerer receives a controller's own metrics; nil without a registry.
+func (d Deps) Registerer() prometheus.Registerer {
+	if d.Metrics == nil {
+		return nil
+	}
+	return d.Metrics.Registry
 }

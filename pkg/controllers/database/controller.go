@@ -2,6 +2,7 @@ package database
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -32,17 +33,30 @@ type Controller struct {
 	now       func() metav1.Time
 }
 
-// New builds the controller on p's informers and registers it with p.
-func New(p *operator.Process) (*Controller, error) {
-	c := &Controller{client: p.Shipstream, informers: p.Informers, recorder: p.Recorder, now: metav1.Now}
+// Options configure the controller.
+type Options struct {
+	// Now replaces the clock in tests.
+	Now func() metav1.Time
+}
+
+// New builds the controller on d's clients and informers and registers its
+// event handlers; start the informers after it, then Run.
+func New(d operator.Deps, opts Options) (*Controller, error) {
+	if d.Shipstream == nil || d.Informers == nil || d.Recorder == nil {
+		return nil, errors.New("database controller: Shipstream, Informers and Recorder are required")
+	}
+	c := &Controller{client: d.Shipstream, informers: d.Informers, recorder: d.Recorder, now: opts.Now}
+	if c.now == nil {
+		c.now = metav1.Now
+	}
 	loop, err := controller.New(controller.Options{
-		Name: QueueName, Reconcile: c.reconcile, MetricsProvider: p.Metrics.Workqueue, Logger: p.Log,
+		Name: QueueName, Reconcile: c.reconcile, MetricsProvider: d.WorkqueueMetrics(), Logger: d.Logger(),
 	})
 	if err != nil {
 		return nil, err
 	}
 	c.Loop = loop
-	for _, f := range p.Informers.Shipstream {
+	for _, f := range d.Informers.Shipstream {
 		dbs := f.Shipstream().V1alpha1().MysqlDatabases().Informer()
 		if err := dbs.AddIndexers(cache.Indexers{byGroupIndex: indexByGroup}); err != nil {
 			return nil, fmt.Errorf("database controller: %w", err)
@@ -55,7 +69,6 @@ func New(p *operator.Process) (*Controller, error) {
 			return nil, err
 		}
 	}
-	p.AddController(c)
 	return c, nil
 }
 

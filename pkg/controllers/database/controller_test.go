@@ -70,9 +70,11 @@ func startOperator(t *testing.T, ns string, before ...func(*operator.Process)) *
 	for _, f := range before {
 		f(p)
 	}
-	if _, err := database.New(p); err != nil {
+	c, err := database.New(p.Deps(), database.Options{})
+	if err != nil {
 		t.Fatal(err)
 	}
+	p.AddController(c)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- p.Run(ctx) }()

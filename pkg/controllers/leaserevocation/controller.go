@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sort"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -22,15 +23,14 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
-	"k8s.io/client-go/util/workqueue"
 
 	"github.com/shipstream/bloodraven/generated/clientset/versioned"
-	shipinformers "github.com/shipstream/bloodraven/generated/informers/externalversions/shipstream/v1alpha1"
 	shiplisters "github.com/shipstream/bloodraven/generated/listers/shipstream/v1alpha1"
 	v1alpha1 "github.com/shipstream/bloodraven/pkg/apis/shipstream/v1alpha1"
 	"github.com/shipstream/bloodraven/pkg/controller"
 	"github.com/shipstream/bloodraven/pkg/leasestore"
 	"github.com/shipstream/bloodraven/pkg/metrics"
+	"github.com/shipstream/bloodraven/pkg/operator"
 )
 
 // RevokeAnnotation on a MysqlFailoverGroup revokes all its deployment leases
@@ -40,48 +40,40 @@ const RevokeAnnotation = "bloodraven.shipstream.io/revoke-deployment-leases"
 // QueueName is the workqueue's name.
 const QueueName = "deploy-lease"
 
-// Config wires the controller.
-type Config struct {
-	Store      *leasestore.Store
-	Shipstream versioned.Interface
-	// Groups are the shared MysqlFailoverGroup informers, one per watched
-	// namespace factory (one when the operator watches all namespaces).
-	Groups []shipinformers.MysqlFailoverGroupInformer
-	// Leases, if set, are the shared coordination.k8s.io Lease informers of
-	// the same factories; a new or renewed deployment lease then wakes its
-	// group, so expiry is recorded on time. Without them, a group is
-	// requeued at its next expiry only after a group event.
-	Leases []cache.SharedIndexInformer
-	// Recorder emits Events; Registerer receives the revocation counter.
-	Recorder        record.EventRecorder
-	Registerer      prometheus.Registerer
-	MetricsProvider workqueue.MetricsProvider
-	Logger          *slog.Logger
-	Now             func() time.Time
+// Options configure the controller.
+type Options struct {
+	// Store is the lease store shared with the deployment API.
+	Store *leasestore.Store
+	// Now replaces the clock in tests.
+	Now func() time.Time
 }
 
 // Controller is the deploy-lease controller.
 type Controller struct {
 	*controller.Loop
-	cfg         Config
+	store       *leasestore.Store
+	ship        versioned.Interface
+	recorder    record.EventRecorder
 	groups      []shiplisters.MysqlFailoverGroupLister
 	revocations *prometheus.CounterVec
 	log         *slog.Logger
 	now         func() time.Time
 }
 
-// New builds the controller and registers its event handlers; start the
-// informers after it, then Run.
-func New(cfg Config) (*Controller, error) {
-	if cfg.Store == nil || cfg.Shipstream == nil || len(cfg.Groups) == 0 || cfg.Recorder == nil {
-		return nil, errors.New("leaserevocation controller: Store, Shipstream, Groups and Recorder are required")
+// New builds the controller on d's clients and informers and registers its
+// event handlers: every watched namespace's MysqlFailoverGroups, and its
+// coordination.k8s.io Leases, so a new or renewed deployment lease wakes its
+// group and expiry is recorded on time. Start the informers after it, then Run.
+func New(d operator.Deps, opts Options) (*Controller, error) {
+	if opts.Store == nil || d.Shipstream == nil || d.Informers == nil || d.Recorder == nil {
+		return nil, errors.New("leaserevocation controller: Options.Store, Shipstream, Informers and Recorder are required")
 	}
-	c := &Controller{cfg: cfg, log: cfg.Logger, now: cfg.Now}
-	for _, g := range cfg.Groups {
-		c.groups = append(c.groups, g.Lister())
-	}
-	if c.log == nil {
-		c.log = slog.Default()
+	c := &Controller{store: opts.Store, ship: d.Shipstream, recorder: d.Recorder, log: d.Logger(), now: opts.Now}
+	var groups []cache.SharedIndexInformer
+	for _, ns := range sortedKeys(d.Informers.Shipstream) {
+		inf := d.Informers.Shipstream[ns].Shipstream().V1alpha1().MysqlFailoverGroups()
+		c.groups = append(c.groups, inf.Lister())
+		groups = append(groups, inf.Informer())
 	}
 	if c.now == nil {
 		c.now = time.Now
@@ -94,25 +86,26 @@ func New(cfg Config) (*Controller, error) {
 	for _, r := range []leasestore.Reason{leasestore.ReasonTopologyChanged, leasestore.ReasonOperatorRevoked} {
 		c.revocations.WithLabelValues(string(r))
 	}
-	if cfg.Registerer != nil {
-		if err := cfg.Registerer.Register(c.revocations); err != nil {
+	if reg := d.Registerer(); reg != nil {
+		if err := reg.Register(c.revocations); err != nil {
 			return nil, fmt.Errorf("leaserevocation controller: register metrics: %w", err)
 		}
 	}
 	loop, err := controller.New(controller.Options{
-		Name: QueueName, Reconcile: c.Reconcile, MetricsProvider: cfg.MetricsProvider, Logger: c.log,
+		Name: QueueName, Reconcile: c.Reconcile, MetricsProvider: d.WorkqueueMetrics(), Logger: c.log,
 	})
 	if err != nil {
 		return nil, err
 	}
 	c.Loop = loop
-	for _, g := range cfg.Groups {
-		if err := loop.Watch(g.Informer(), loop.EnqueueSelf()); err != nil {
+	for _, g := range groups {
+		if err := loop.Watch(g, loop.EnqueueSelf()); err != nil {
 			return nil, err
 		}
 	}
-	for _, l := range cfg.Leases {
-		if err := loop.Watch(l, loop.EnqueueMapped(groupOfLease)); err != nil {
+	for _, ns := range sortedKeys(d.Informers.Kube) {
+		leases := d.Informers.Kube[ns].Coordination().V1().Leases().Informer()
+		if err := loop.Watch(leases, loop.EnqueueMapped(groupOfLease)); err != nil {
 			return nil, err
 		}
 	}
@@ -151,14 +144,14 @@ func (c *Controller) Reconcile(ctx context.Context, key controller.Key) (control
 	// Only leases granted at an older generation: a lister that lags the
 	// API server must never revoke a lease granted at a newer one.
 	gen := g.Status.TopologyGeneration
-	revoked, err := c.cfg.Store.Revoke(ctx, ref, leasestore.ReasonTopologyChanged, func(r leasestore.Record) bool {
+	revoked, err := c.store.Revoke(ctx, ref, leasestore.ReasonTopologyChanged, func(r leasestore.Record) bool {
 		return r.TopologyGeneration < gen
 	})
 	c.report(g, revoked, leasestore.ReasonTopologyChanged, gen)
 	if err != nil {
 		return controller.Result{}, err
 	}
-	next, err := c.cfg.Store.Expire(ctx, ref)
+	next, err := c.store.Expire(ctx, ref)
 	if err != nil {
 		return controller.Result{}, err
 	}
@@ -187,14 +180,14 @@ func (c *Controller) group(key controller.Key) (*v1alpha1.MysqlFailoverGroup, er
 // still show an annotation already handled), revokes every lease, and only
 // then removes the annotation, under a resourceVersion precondition.
 func (c *Controller) revokeByAnnotation(ctx context.Context, ref leasestore.GroupRef) error {
-	fresh, err := c.cfg.Shipstream.ShipstreamV1alpha1().MysqlFailoverGroups(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+	fresh, err := c.ship.ShipstreamV1alpha1().MysqlFailoverGroups(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
 	if err != nil {
 		return client404ToNil(err)
 	}
 	if _, ok := fresh.Annotations[RevokeAnnotation]; !ok {
 		return nil
 	}
-	revoked, err := c.cfg.Store.Revoke(ctx, ref, leasestore.ReasonOperatorRevoked, func(leasestore.Record) bool { return true })
+	revoked, err := c.store.Revoke(ctx, ref, leasestore.ReasonOperatorRevoked, func(leasestore.Record) bool { return true })
 	c.report(fresh, revoked, leasestore.ReasonOperatorRevoked, fresh.Status.TopologyGeneration)
 	if err != nil {
 		return err
@@ -203,7 +196,7 @@ func (c *Controller) revokeByAnnotation(ctx context.Context, ref leasestore.Grou
 		"resourceVersion": fresh.ResourceVersion,
 		"annotations":     map[string]any{RevokeAnnotation: nil},
 	}})
-	_, err = c.cfg.Shipstream.ShipstreamV1alpha1().MysqlFailoverGroups(ref.Namespace).Patch(ctx, ref.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+	_, err = c.ship.ShipstreamV1alpha1().MysqlFailoverGroups(ref.Namespace).Patch(ctx, ref.Name, types.MergePatchType, patch, metav1.PatchOptions{})
 	if err == nil {
 		c.log.Info("deployment lease revoke annotation cleared", "namespace", ref.Namespace, "group", ref.Name, "revoked", len(revoked))
 	}
@@ -226,8 +219,19 @@ func (c *Controller) report(g *v1alpha1.MysqlFailoverGroup, revoked []leasestore
 		if reason == leasestore.ReasonTopologyChanged {
 			msg += fmt.Sprintf(" (granted at topologyGeneration %d, now %d)", r.TopologyGeneration, gen)
 		}
-		c.cfg.Recorder.Event(g, corev1.EventTypeNormal, v1alpha1.EventDeploymentLeaseRevoked, msg)
+		c.recorder.Event(g, corev1.EventTypeNormal, v1alpha1.EventDeploymentLeaseRevoked, msg)
 		c.log.Info("deployment lease revoked", "namespace", g.Namespace, "group", g.Name, "kind", string(r.Kind),
 			"operationId", r.OperationID, "instance", r.Instance, "reason", string(reason))
 	}
+}
+
+// sortedKeys orders the namespace factories, so handlers register in the
+// same order on every start.
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }

@@ -10,7 +10,7 @@ import (
 
 // The controller's behaviour against the API server (revocation, Events,
 // metric, annotation clearing, expiry) is tested in
-// pkg/deployapi/integration; this covers the event mapping.
+// pkg/deployapi/deployapiintegration; this covers the event mapping.
 func TestGroupOfLease(t *testing.T) {
 	for _, tc := range []struct {
 		labels map[string]string

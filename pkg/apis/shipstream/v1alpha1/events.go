@@ -40,8 +40,9 @@ const (
 	// EventTransactionsPossiblyLost (Warning): the promoted site lacks
 	// transactions the operator saw committed on the old primary.
 	EventTransactionsPossiblyLost = "TransactionsPossiblyLost"
-	// EventClientSessionsEvicted (Normal): stale client sessions were killed
-	// on the fenced former primary.
+	// EventClientSessionsEvicted (Normal, or Warning when an open
+	// transaction held a fence off and its sessions were killed so the fence
+	// takes effect): client sessions were killed on a fenced site.
 	EventClientSessionsEvicted = "ClientSessionsEvicted"
 )
 
@@ -59,11 +60,20 @@ const (
 
 // Event reasons of the handoff.
 const (
-	EventPlannedFailoverTargetCaughtUp  = "PlannedFailoverTargetCaughtUp"
-	EventPlannedFailoverDrainStarted    = "PlannedFailoverDrainStarted"
+	// EventPlannedFailoverTargetCaughtUp (Normal): the target holds every
+	// transaction of the fenced source.
+	EventPlannedFailoverTargetCaughtUp = "PlannedFailoverTargetCaughtUp"
+	// EventPlannedFailoverDrainStarted (Normal): the source was fenced and
+	// its client sessions are being drained.
+	EventPlannedFailoverDrainStarted = "PlannedFailoverDrainStarted"
+	// EventPlannedFailoverRollbackStarted (Warning): the handoff cannot
+	// complete; the source is being unfenced.
 	EventPlannedFailoverRollbackStarted = "PlannedFailoverRollbackStarted"
-	EventPlannedFailoverSucceeded       = "PlannedFailoverSucceeded"
-	EventPlannedFailoverFailed          = "PlannedFailoverFailed"
+	// EventPlannedFailoverSucceeded (Normal): the target is the active site.
+	EventPlannedFailoverSucceeded = "PlannedFailoverSucceeded"
+	// EventPlannedFailoverFailed (Warning): the run ended without moving the
+	// active site (or uncertain); status.plannedFailover.result says why.
+	EventPlannedFailoverFailed = "PlannedFailoverFailed"
 	// EventAutomaticFailoverHoldPlaced (Warning) and
 	// EventAutomaticFailoverHoldCleared (Normal): status.automaticFailoverHold
 	// was set by a planned run that ended uncertain, or cleared by an

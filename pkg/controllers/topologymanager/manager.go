@@ -1,0 +1,504 @@
+package topologymanager
+
+// The topology manager: each reconcile of a group polls its sites
+// (package observe), decides (package topology, pure) and executes the
+// decision here: status first when it records or completes an intent, then
+// the MySQL actions, then the status. Everything the manager keeps in memory
+// (poll history, MySQL connection pools, running clones, the last failed
+// mutation per site) is a cache; the status is its durable memory.
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/shipstream/bloodraven/pkg/apis/shipstream/v1alpha1"
+	"github.com/shipstream/bloodraven/pkg/leasestore"
+	"github.com/shipstream/bloodraven/pkg/mysql"
+	"github.com/shipstream/bloodraven/pkg/observe"
+	"github.com/shipstream/bloodraven/pkg/protocol"
+	"github.com/shipstream/bloodraven/pkg/siteaddr"
+	"github.com/shipstream/bloodraven/pkg/topology"
+)
+
+// Defaults of Options.
+const (
+	// DefaultStatementTimeout bounds every MySQL call except CLONE. It must
+	// stay below the leader-election safety margin (LeaseDuration −
+	// RenewDeadline, 5 s with the defaults): operator.LeaderElectionConfig's
+	// StatementTimeout() is the value to pass.
+	DefaultStatementTimeout = 4 * time.Second
+	DefaultCloneRetryDelay  = time.Minute
+	DefaultStatusRefresh    = 30 * time.Second
+	DefaultProgram          = "bloodraven-operator"
+)
+
+// Options configure the topology manager.
+type Options struct {
+	// Resolver gives each site's mysqld address: siteaddr.Cluster in a
+	// cluster, a *devsitemap.Map in the playground and tests.
+	Resolver siteaddr.Resolver
+	// Credentials reads a group's MySQL accounts; nil reads
+	// spec.credentials.operatorSecretName through a Secret informer.
+	Credentials CredentialSource
+	// StatementTimeout bounds every MySQL call but CLONE (which runs in the
+	// background under spec.cloneTimeout). Zero: DefaultStatementTimeout.
+	StatementTimeout time.Duration
+	// PollTimeout is each poll's deadline; zero: the smaller of
+	// StatementTimeout and the group's pollInterval.
+	PollTimeout time.Duration
+	// CloneRetryDelay: how long after a failed clone the next one may start.
+	CloneRetryDelay time.Duration
+	// StatusRefresh: how stale lastSeenTime, gtidExecuted and
+	// secondsBehindSource may get in status when nothing else changes.
+	StatusRefresh time.Duration
+	// Program is the MySQL program_name connection attribute.
+	Program string
+	// Metrics receives the manager's metrics; nil records none.
+	Metrics *Metrics
+	// AutomaticFailover turns on automatic failover (docs/topology.md). Off,
+	// an unreachable active site only degrades the group.
+	AutomaticFailover bool
+	// FailoverMaxMissing: how many transactions the operator saw committed
+	// on the old primary the candidate may lack (neither applied nor
+	// received) and still be promoted automatically. Default 0.
+	FailoverMaxMissing uint64
+	// AfterIntentWrite, if set, is called after every status write that
+	// recorded, advanced or completed an intent, before the decision's
+	// actions run. Tests use it to stop the operator at a chosen step.
+	AfterIntentWrite func(*v1alpha1.MysqlFailoverGroup)
+	// Now and NewID replace the clock and the transition id source in tests.
+	Now   func() time.Time
+	NewID func() string
+	// Holds reads a group's deployment failover holds for planned
+	// failover; nil reads the Lease records through the controller's
+	// Kubernetes client (leasestore.Store).
+	Holds HoldsFunc
+}
+
+// Sample is one poll of a site.
+type Sample struct {
+	Observation mysql.Observation
+	Replica     *mysql.ReplicaStatus
+}
+
+// Manager observes, decides and acts for every group of one controller.
+type Manager struct {
+	opts    Options
+	ctrl    *Controller
+	tracker *observe.Tracker[Sample]
+	log     *slog.Logger
+
+	// admitter runs planned-failover admission (the claim's first phases).
+	admitter *PlannedAdmitter
+
+	mu     sync.Mutex
+	groups map[string]*groupState
+}
+
+// groupState is the manager's in-memory cache of one group.
+type groupState struct {
+	clients  map[string]*siteClient // by site
+	clones   map[string]*topology.CloneState
+	mutation map[string]string // last failed repoint/start by site
+	// lagAtActive is each site's lag in the last round the active site
+	// answered (automatic failover's lag guard).
+	lagAtActive map[string]*int64
+	// sidecarHealthy: in the site's latest poll mysqld did not answer but
+	// its sidecar reported it healthy; pollFailed: that poll failed.
+	sidecarHealthy, pollFailed map[string]bool
+}
+
+type siteClient struct {
+	key    string // addr, user and password: a change reopens the pool
+	client *mysql.Client
+}
+
+func newManager(c *Controller, opts Options) (*Manager, error) {
+	if opts.StatementTimeout <= 0 {
+		opts.StatementTimeout = DefaultStatementTimeout
+	}
+	if opts.CloneRetryDelay <= 0 {
+		opts.CloneRetryDelay = DefaultCloneRetryDelay
+	}
+	if opts.StatusRefresh <= 0 {
+		opts.StatusRefresh = DefaultStatusRefresh
+	}
+	if opts.Program == "" {
+		opts.Program = DefaultProgram
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.NewID == nil {
+		opts.NewID = newUUID
+	}
+	if opts.Credentials == nil {
+		src, err := newSecretCredentials(c)
+		if err != nil {
+			return nil, err
+		}
+		opts.Credentials = src
+	}
+	if opts.Holds == nil {
+		opts.Holds = leasestore.New(c.kube, leasestore.Options{Now: opts.Now}).Holds
+	}
+	m := &Manager{opts: opts, ctrl: c, log: c.log.With("component", "topology-manager"), groups: map[string]*groupState{}}
+	m.admitter = &PlannedAdmitter{Ship: c.ship, Holds: opts.Holds, Recorder: c.recorder, Now: opts.Now, NewRunID: opts.NewID}
+	m.tracker = observe.NewTracker[Sample](opts.Metrics.observePoll)
+	return m, nil
+}
+
+func newUUID() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:])
+}
+
+func groupKey(g *v1alpha1.MysqlFailoverGroup) string { return g.Namespace + "/" + g.Name }
+
+func (m *Manager) state(key string) *groupState {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s := m.groups[key]
+	if s == nil {
+		s = &groupState{clients: map[string]*siteClient{}, clones: map[string]*topology.CloneState{}, mutation: map[string]string{}}
+		s.lagAtActive = map[string]*int64{}
+		s.sidecarHealthy, s.pollFailed = map[string]bool{}, map[string]bool{}
+		m.groups[key] = s
+	}
+	return s
+}
+
+// forget drops a deleted group's cache and closes its connections.
+func (m *Manager) forget(key string) {
+	m.mu.Lock()
+	s := m.groups[key]
+	delete(m.groups, key)
+	m.mu.Unlock()
+	m.tracker.Forget(key)
+	if s != nil {
+		for _, c := range s.clients {
+			_ = c.client.Close()
+		}
+	}
+	m.opts.Metrics.forget(key)
+}
+
+// Reconcile runs one observe → decide → act pass for g. It returns the
+// group as stored after its status writes, and when to poll again.
+func (m *Manager) Reconcile(ctx context.Context, g *v1alpha1.MysqlFailoverGroup) (*v1alpha1.MysqlFailoverGroup, time.Duration, error) {
+	key := groupKey(g)
+	p, err := m.newPass(g)
+	if err != nil {
+		return g, p.cadence(nil), err
+	}
+	results, err := m.tracker.Round(ctx, key, p.probe, observe.RoundOptions{
+		Sites: p.siteNames(), Timeout: p.pollTimeout(), Thresholds: p.thresholds(),
+		MinInterval: p.pollInterval() / 2, Backoff: p.siteBackoff,
+	})
+	if err != nil {
+		return g, p.cadence(nil), err
+	}
+	claimBefore := g.Status.PlannedFailover.DeepCopy()
+	in, admitErr := p.planned(ctx, results, p.input(results))
+	d := topology.Decide(in)
+	g, err = p.execute(ctx, d)
+	if err == nil && d.ClearRecloneAnnotation && in.Reclone != nil {
+		err = p.clearReclone(ctx, in.Reclone.Value)
+		g = p.g
+	}
+	if err == nil {
+		err = p.clearHoldAnnotation(ctx)
+		g = p.g
+	}
+	if err == nil {
+		err = p.syncLastFailoverAnnotations(ctx)
+		g = p.g
+	}
+	if err == nil {
+		err = admitErr
+	}
+	p.plannedProgress(claimBefore)
+	m.opts.Metrics.record(g, results)
+	if g.Status.Transition != nil {
+		// A change in flight moves at the base rate.
+		return g, p.pollInterval(), err
+	}
+	return g, p.cadence(results), err
+}
+
+// mpass is one Reconcile of one group.
+type mpass struct {
+	m     *Manager
+	g     *v1alpha1.MysqlFailoverGroup
+	key   string
+	st    *groupState
+	creds Credentials
+	now   time.Time
+	// prevTransition is the stored transition before this pass's writes.
+	prevTransition *v1alpha1.Transition
+}
+
+func (m *Manager) newPass(g *v1alpha1.MysqlFailoverGroup) (*mpass, error) {
+	p := &mpass{m: m, g: g, key: groupKey(g), st: m.state(groupKey(g)), now: m.opts.Now()}
+	creds, err := m.opts.Credentials.Get(g)
+	if err != nil {
+		return p, fmt.Errorf("topology manager: %w", err)
+	}
+	p.creds = creds
+	return p, nil
+}
+
+func (p *mpass) siteNames() []string {
+	out := make([]string, 0, len(p.g.Spec.Sites))
+	for _, s := range p.g.Spec.Sites {
+		out = append(out, s.Name)
+	}
+	return out
+}
+
+func (p *mpass) pollInterval() time.Duration {
+	if d := p.g.Spec.PollInterval; d != nil && d.Duration > 0 {
+		return d.Duration
+	}
+	return 2 * time.Second
+}
+
+func (p *mpass) pollTimeout() time.Duration {
+	if p.m.opts.PollTimeout > 0 {
+		return min(p.m.opts.PollTimeout, p.m.opts.StatementTimeout)
+	}
+	return min(p.pollInterval(), p.m.opts.StatementTimeout)
+}
+
+func (p *mpass) thresholds() observe.Thresholds {
+	t := observe.Thresholds{}
+	if v := p.g.Spec.FailureThreshold; v != nil {
+		t.Failure = int(*v)
+	}
+	if v := p.g.Spec.RecoveryThreshold; v != nil {
+		t.Recovery = int(*v)
+	}
+	return t
+}
+
+func (p *mpass) cloneTimeout() time.Duration {
+	if d := p.g.Spec.CloneTimeout; d != nil && d.Duration > 0 {
+		return d.Duration
+	}
+	return time.Hour
+}
+
+// cadence is the delay until the next poll round (observe.GroupCadence):
+// the pollInterval while any site answers, so a follower that is down for
+// long never delays noticing that the active site died.
+func (p *mpass) cadence(results map[string]observe.Result[Sample]) time.Duration {
+	hs := make([]observe.Health, 0, len(results))
+	for _, r := range results {
+		hs = append(hs, r.Health)
+	}
+	return observe.GroupCadence(p.pollInterval(), p.thresholds(), hs...)
+}
+
+// siteBackoff: a site that keeps failing beyond failureThreshold is polled
+// less and less often (to 30 s); half a pollInterval of slack keeps a due
+// site from slipping to the round after. Not while the active site changes:
+// then every site is polled every round, because an old primary that comes
+// back holding more, or a candidate that overtook the chosen one, must be
+// seen before the promotion (the failover is abandoned then), not one
+// backed-off interval later.
+func (p *mpass) siteBackoff(h observe.Health) time.Duration {
+	if p.g.Status.Transition != nil {
+		return 0
+	}
+	base := p.pollInterval()
+	return observe.SiteCadence(base, p.thresholds(), h) - base/2
+}
+
+// client returns the site's connection pool, reopening it when its address
+// or credentials changed.
+func (p *mpass) client(site string) (*mysql.Client, error) {
+	addr, err := p.m.opts.Resolver.MySQLAddr(siteaddr.SiteKey{Namespace: p.g.Namespace, Group: p.g.Name, Site: site})
+	if err != nil {
+		return nil, err
+	}
+	key := addr + "\x00" + p.creds.User + "\x00" + p.creds.Password
+	p.m.mu.Lock()
+	defer p.m.mu.Unlock()
+	if c := p.st.clients[site]; c != nil {
+		if c.key == key {
+			return c.client, nil
+		}
+		_ = c.client.Close()
+		delete(p.st.clients, site)
+	}
+	c, err := mysql.Open(mysql.Options{
+		Addr: addr, User: p.creds.User, Password: p.creds.Password, Program: p.m.opts.Program,
+		DialTimeout: p.m.opts.StatementTimeout, StatementTimeout: p.m.opts.StatementTimeout,
+	})
+	if err != nil {
+		return nil, err
+	}
+	p.st.clients[site] = &siteClient{key: key, client: c}
+	return c, nil
+}
+
+// probe polls one site: identity, GTID sets and replication channel. While
+// the site's polls fail, its sidecar is asked for its own view at the same
+// time, under the same deadline (a blackholed mysqld port uses the whole of
+// it), and its answer is kept when mysqld did not answer: the second source
+// of docs/sidecar.md.
+func (p *mpass) probe(ctx context.Context, site string) (Sample, error) {
+	if !p.failing(site) {
+		// A site that answered last time is not asked twice: a failover
+		// needs failureThreshold failed polls, so the sidecar's word is in
+		// hand by then.
+		s, err := p.probeMySQL(ctx, site)
+		p.noteSidecar(site, false, err != nil)
+		return s, err
+	}
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	side := p.askSidecar(sctx, site)
+	s, err := p.probeMySQL(ctx, site)
+	if err == nil {
+		p.noteSidecar(site, false, false)
+		return s, nil
+	}
+	p.noteSidecar(site, <-side, true)
+	return s, err
+}
+
+// failing reports whether the site's latest poll failed.
+func (p *mpass) failing(site string) bool {
+	p.m.mu.Lock()
+	defer p.m.mu.Unlock()
+	return p.st.pollFailed[site]
+}
+
+// askSidecar fetches the site's sidecar /status in the background; the
+// channel yields whether it reports a healthy local mysqld.
+func (p *mpass) askSidecar(ctx context.Context, site string) <-chan bool {
+	out := make(chan bool, 1)
+	addr, err := p.m.opts.Resolver.SidecarAddr(siteKey(p.g, site))
+	if err != nil {
+		out <- false // no sidecar address known (development map without sidecar=)
+		return out
+	}
+	maxAge := 3 * p.peerCheckInterval()
+	go func() {
+		st, err := (protocol.Client{}).SiteStatus(ctx, addr)
+		out <- err == nil && st.ReportsHealthyMySQL(maxAge)
+	}()
+	return out
+}
+
+// noteSidecar records the second source's verdict and whether mysqld
+// failed this poll.
+func (p *mpass) noteSidecar(site string, healthy, failed bool) {
+	p.m.mu.Lock()
+	defer p.m.mu.Unlock()
+	p.st.sidecarHealthy[site], p.st.pollFailed[site] = healthy, failed
+}
+
+func (p *mpass) peerCheckInterval() time.Duration {
+	if sc := p.g.Spec.Sidecar; sc != nil && sc.PeerCheckInterval != nil && sc.PeerCheckInterval.Duration > 0 {
+		return sc.PeerCheckInterval.Duration
+	}
+	return 2 * time.Second
+}
+
+func (p *mpass) probeMySQL(ctx context.Context, site string) (Sample, error) {
+	c, err := p.client(site)
+	if err != nil {
+		return Sample{}, err
+	}
+	o, err := c.Observe(ctx)
+	if err != nil {
+		return Sample{}, err
+	}
+	r, err := c.ReplicaStatus(ctx)
+	if err != nil {
+		return Sample{}, err
+	}
+	return Sample{Observation: o, Replica: r}, nil
+}
+
+// input assembles the decision's input from the poll results and the cache.
+func (p *mpass) input(results map[string]observe.Result[Sample]) topology.Input {
+	g := p.g
+	in := topology.Input{
+		Now: p.now, Namespace: g.Namespace, Group: g.Name, Generation: g.Generation,
+		MaxLagSeconds: 300, CloneRetryDelay: p.m.opts.CloneRetryDelay, StatusRefresh: p.m.opts.StatusRefresh,
+		Status: *rehydrate(g).Status.DeepCopy(), Observed: map[string]topology.SiteInput{}, NewTransitionID: p.m.opts.NewID(),
+	}
+	if r := g.Spec.Replication; r != nil && r.MaxLagSeconds != nil {
+		in.MaxLagSeconds = int64(*r.MaxLagSeconds)
+	}
+	in.Failover = p.failoverSettings()
+	in.Reclone = recloneInput(g)
+	p.m.mu.Lock()
+	defer p.m.mu.Unlock()
+	if a, ok := results[g.Status.ActiveSite]; ok && a.Fresh && a.Health.Reach == observe.Reachable {
+		p.st.lagAtActive = map[string]*int64{}
+		for site, r := range results {
+			if r.Fresh && r.Last != nil && r.Last.Value.Replica != nil {
+				p.st.lagAtActive[site] = r.Last.Value.Replica.SecondsBehindSource
+			}
+		}
+	}
+	for _, s := range g.Spec.Sites {
+		role := s.Role
+		if role == "" {
+			role = v1alpha1.SiteRolePrimaryCandidate
+		}
+		in.Sites = append(in.Sites, topology.SiteSpec{Name: s.Name, Role: role})
+		r := results[s.Name]
+		si := topology.SiteInput{Reach: r.Health.Reach, Fresh: r.Fresh, MutationError: p.st.mutation[s.Name]}
+		if r.Err != nil {
+			si.PollError = r.Err.Error()
+			si.SidecarHealthy = p.st.sidecarHealthy[s.Name]
+		}
+		if r.Last != nil {
+			si.Last = toObserved(r.Last)
+		}
+		if c := p.st.clones[s.Name]; c != nil {
+			si.Clone = *c
+		}
+		if lag, ok := p.st.lagAtActive[s.Name]; ok {
+			si.LagAtLastActiveContact, si.LagAtLastActiveContactKnown = lag, true
+		}
+		in.Observed[s.Name] = si
+	}
+	return in
+}
+
+func toObserved(s *observe.Sample[Sample]) *topology.Observed {
+	o := s.Value.Observation
+	out := &topology.Observed{ServerUUID: o.ServerUUID, Writable: o.Writable(), Executed: o.GTIDExecuted, Purged: o.GTIDPurged, At: s.At}
+	if r := s.Value.Replica; r != nil {
+		out.Replica = &topology.Replica{
+			SourceHost: r.SourceHost, SourcePort: r.SourcePort, IORunning: r.ReplicaIORunning, SQLRunning: r.SQLRunning(),
+			LastIOErrno: r.LastIOErrno, LastIOError: r.LastIOError, LastSQLErrno: r.LastSQLErrno, LastSQLError: r.LastSQLError,
+			SecondsBehindSource: r.SecondsBehindSource, Retrieved: r.RetrievedGTIDSet,
+		}
+	}
+	return out
+}
+
+// enqueue asks for a reconcile of the group now (a clone finished).
+func (p *mpass) enqueue() {
+	p.m.ctrl.Enqueue(cache.NewObjectName(p.g.Namespace, p.g.Name))
+}
+
+func siteKey(g *v1alpha1.MysqlFailoverGroup, site string) siteaddr.SiteKey {
+	return siteaddr.SiteKey{Namespace: g.Namespace, Group: g.Name, Site: site}
+}

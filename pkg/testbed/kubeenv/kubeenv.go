@@ -1,0 +1,118 @@
+// Package kubeenv builds the integration-test environment every
+// controller's tests share: a namespace of its own on the test control plane
+// (package framework), the clients, and operator instances, each with its own
+// informers limited to that namespace, an Event recorder, a metrics registry
+// and the controllers under test, built through the same New(operator.Deps,
+// Options) the operator process uses and stopped when the test ends.
+package kubeenv
+
+import (
+	"context"
+	"sync"
+	"testing"
+
+	"k8s.io/client-go/dynamic"
+	kubeinformers "k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/shipstream/bloodraven/e2e/framework"
+	"github.com/shipstream/bloodraven/generated/clientset/versioned"
+	shipinformers "github.com/shipstream/bloodraven/generated/informers/externalversions"
+	"github.com/shipstream/bloodraven/pkg/eventrecorder"
+	"github.com/shipstream/bloodraven/pkg/metrics"
+	"github.com/shipstream/bloodraven/pkg/operator"
+)
+
+// Env is one test's namespace and clients.
+type Env struct {
+	T         testing.TB
+	CP        *framework.ControlPlane
+	Namespace string
+	Kube      kubernetes.Interface
+	Ship      versioned.Interface
+	Dyn       dynamic.Interface
+}
+
+// New creates a fresh namespace on cp and the clients to reach it.
+func New(t testing.TB, cp *framework.ControlPlane) *Env {
+	t.Helper()
+	return InNamespace(t, cp, cp.NewNamespace(t))
+}
+
+// InNamespace is New for a namespace the test already made.
+func InNamespace(t testing.TB, cp *framework.ControlPlane, namespace string) *Env {
+	t.Helper()
+	ship, err := versioned.NewForConfig(cp.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dyn, err := dynamic.NewForConfig(cp.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &Env{T: t, CP: cp, Namespace: namespace, Kube: cp.Client(), Ship: ship, Dyn: dyn}
+}
+
+// Instance stands for one operator process: its own informers, recorder,
+// metrics and controllers. Build the controllers from Deps, then Start.
+type Instance struct {
+	env  *Env
+	Deps operator.Deps
+
+	ctx        context.Context
+	cancel     context.CancelFunc
+	stopEvents func()
+	done       chan struct{}
+	once       sync.Once
+	started    bool
+}
+
+// NewInstance prepares an operator instance on informers limited to the
+// env's namespace (nodes are cluster-wide). Nothing runs until Start.
+func (e *Env) NewInstance() *Instance {
+	ctx, cancel := context.WithCancel(context.Background())
+	recorder, stopEvents := eventrecorder.NewRecorder(ctx, e.Kube)
+	inf := &operator.Informers{
+		Shipstream: map[string]shipinformers.SharedInformerFactory{e.Namespace: shipinformers.NewSharedInformerFactoryWithOptions(e.Ship, 0, shipinformers.WithNamespace(e.Namespace))},
+		Kube:       map[string]kubeinformers.SharedInformerFactory{e.Namespace: kubeinformers.NewSharedInformerFactoryWithOptions(e.Kube, 0, kubeinformers.WithNamespace(e.Namespace))},
+	}
+	return &Instance{
+		env: e, ctx: ctx, cancel: cancel, stopEvents: stopEvents, done: make(chan struct{}),
+		Deps: operator.Deps{Kube: e.Kube, Shipstream: e.Ship, Dynamic: e.Dyn, Informers: inf, Recorder: recorder, Metrics: metrics.NewRegistry()},
+	}
+}
+
+// Start starts the informers and runs each controller with workers workers
+// until Stop, Kill or the end of the test. Controllers must have been built
+// from i.Deps before, so their handlers see the informers' first lists.
+func (i *Instance) Start(workers int, cs ...operator.Controller) {
+	i.env.T.Helper()
+	i.started = true
+	i.Deps.Informers.Start(i.ctx.Done())
+	var wg sync.WaitGroup
+	for _, c := range cs {
+		wg.Go(func() {
+			if err := c.Run(i.ctx, workers); err != nil {
+				i.env.T.Errorf("controller %s: %v", c.Name(), err)
+			}
+		})
+	}
+	go func() { wg.Wait(); close(i.done) }()
+	i.env.T.Cleanup(i.Stop)
+}
+
+// Stop ends the instance and waits until every controller returned.
+func (i *Instance) Stop() {
+	i.once.Do(func() {
+		i.cancel()
+		if i.started {
+			<-i.done
+		}
+		i.Deps.Informers.Shutdown()
+		i.stopEvents()
+	})
+}
+
+// Kill only cancels the instance's context, as a process dying mid-step;
+// it is safe from inside a reconcile. Stop (or the test's end) waits.
+func (i *Instance) Kill() { i.cancel() }
