@@ -195,9 +195,9 @@ func TestBaseInstallsEveryCRD(t *testing.T) {
 	}
 }
 
-// The NetworkPolicy is seed 000's: deployment clients need BOTH labels (one
-// peer entry), operator-managed mysqld pods from any namespace are admitted,
-// and 8080-8082 stay open.
+// The NetworkPolicy docs/install.md describes: deployment clients need BOTH
+// labels (one peer entry), operator-managed mysqld pods from any namespace
+// are admitted, and 8080-8082 stay open.
 func TestNetworkPolicyShape(t *testing.T) {
 	_, objs := kustomize(t, repo("deploy/overlays/example"))
 	var np map[string]any

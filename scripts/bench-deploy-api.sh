@@ -18,6 +18,6 @@ rate=${2:-50}
 groups=${3:-100}
 cd "$repo"
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) CPUs"
-BENCH_RATE=$rate BENCH_GROUPS=$groups go test ./pkg/deployapi/integration -run '^$' \
+BENCH_RATE=$rate BENCH_GROUPS=$groups go test ./pkg/deployapi/deployapiintegration -run '^$' \
   -bench 'LatencyAtFixedRate' -benchtime "${requests}x" -count 1 -timeout 10m \
   | grep -E '^(deploy api|Benchmark|PASS|FAIL|ok)' | grep -v ', 1 requests:'

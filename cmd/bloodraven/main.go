@@ -78,31 +78,34 @@ func registerModules(p *operator.Process) error {
 	if !p.Config.AutomaticFailover {
 		p.Log.Warn("automatic failover is off (--automatic-failover=false): an unreachable primary is reported, not replaced")
 	}
-	controllers := []func() (operator.Controller, error){
-		func() (operator.Controller, error) { return database.New(d, database.Options{}) },
-		func() (operator.Controller, error) {
+	controllers := []struct {
+		build   func() (operator.Controller, error)
+		workers int
+	}{
+		{func() (operator.Controller, error) { return database.New(d, database.Options{}) }, p.Config.Workers},
+		{func() (operator.Controller, error) {
 			return groupobjects.New(d, groupobjects.Options{
 				SidecarImage: p.Config.SidecarImage, OperatorEndpoint: p.Config.SidecarOperatorEndpoint,
 			})
-		},
-		func() (operator.Controller, error) {
+		}, p.Config.Workers},
+		{func() (operator.Controller, error) {
 			return topologymanager.New(d, topologymanager.Options{
 				Resolver:          p.Resolver,
 				StatementTimeout:  p.Config.LeaderElection.StatementTimeout(),
 				Metrics:           topologymanager.NewMetrics(p.Metrics.Registry),
 				AutomaticFailover: p.Config.AutomaticFailover,
 			})
-		},
-		func() (operator.Controller, error) {
+		}, p.Config.TopologyWorkers},
+		{func() (operator.Controller, error) {
 			return leaserevocation.New(d, leaserevocation.Options{Store: store})
-		},
+		}, p.Config.Workers},
 	}
-	for _, build := range controllers {
-		c, err := build()
+	for _, c := range controllers {
+		ctrl, err := c.build()
 		if err != nil {
 			return err
 		}
-		p.AddController(c)
+		p.AddControllerWorkers(ctrl, c.workers)
 	}
 	groups := groupInformers(p)
 	if p.Config.DeployAPIEnabled {

@@ -286,7 +286,8 @@ func assertServing(t *testing.T, o *operatorProc) {
 }
 
 // lowerCamelKey is the project's log key spelling. duration_ms, the deploy
-// API's per-request field, is seed 000's explicit exception.
+// API's per-request field, is the one exception: its spelling is part of
+// the deploy API's log contract (docs/deploy-api.md, Logs).
 var lowerCamelKey = regexp.MustCompile(`^[a-z][a-zA-Z0-9]*$`)
 
 // badKeys returns the keys of obj (and of nested objects) that are not

@@ -86,7 +86,7 @@ func TestOperatorRunsWithTheInstalledRBAC(t *testing.T) {
 		list, err := cp.Client().CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("reason", v1alpha1.EventDatabaseGroupResolved).String()})
 		return err == nil && len(list.Items) > 0
 	})
-	// The topology controller added its finalizer (update) and created each
+	// The group-objects controller added its finalizer (update) and created each
 	// site's StatefulSet, my.cnf ConfigMap and Services (create).
 	waitUntil(t, "the group's finalizer and children", 30*time.Second, func() bool {
 		g, err := ship.ShipstreamV1alpha1().MysqlFailoverGroups(ns).Get(ctx, "orders", metav1.GetOptions{})

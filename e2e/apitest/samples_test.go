@@ -103,8 +103,8 @@ func TestSamplesDecodeStrictly(t *testing.T) {
 	}
 }
 
-// TestDefaults creates minimal objects and checks the defaults of seeds 003
-// and 004 on what the API server stored.
+// TestDefaults creates minimal objects and checks the defaults the API
+// reference documents (docs/api.md) on what the API server stored.
 func TestDefaults(t *testing.T) {
 	ns := cp.NewNamespace(t)
 	cs := clientset(t).ShipstreamV1alpha1()
@@ -336,7 +336,7 @@ func TestPrinterColumnsAndShortNames(t *testing.T) {
 	}
 }
 
-// TestDefaultsOfOptionalBlocks checks the defaults the seeds give inside
+// TestDefaultsOfOptionalBlocks checks the defaults docs/api.md gives inside
 // blocks a minimal group omits (Dragonfly, PITR, retries, verification) on
 // what the API server stored, and that a sanity check's timeout defaults on
 // a MysqlBackupVerification too.

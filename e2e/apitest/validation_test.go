@@ -362,7 +362,8 @@ var createCases = []admissionCase{
 	refusedAt("dragonfly s3EndpointURL without scheme", minimalGroup, "spec.dragonfly.snapshot.s3EndpointURL", "s3EndpointURL must be an http:// or https:// URL",
 		set("spec.dragonfly", "{enabled: true, image: 'df:v1.38.0', snapshot: {dir: 's3://b', s3EndpointURL: 'rustfs:9000'}}")),
 
-	// Services (the admission table of seed 004).
+	// Services (docs/api.md, "How objects are validated": the effective
+	// Service type decides which fields are accepted).
 	refusedAt("group externalTrafficPolicy on ClusterIP", minimalGroup, "spec.serviceTemplate.externalTrafficPolicy", "spec.serviceTemplate.externalTrafficPolicy is only valid",
 		set("spec.serviceTemplate", "{externalTrafficPolicy: Local}")),
 	refusedAt("group externalTrafficPolicy on an explicit ClusterIP", minimalGroup, "spec.serviceTemplate.externalTrafficPolicy", "spec.serviceTemplate.externalTrafficPolicy is only valid",

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -115,7 +116,7 @@ func (l *Loop) Run(ctx context.Context, workers int) error {
 	l.mu.Lock()
 	synced := append([]cache.InformerSynced(nil), l.synced...)
 	l.mu.Unlock()
-	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
+	if !cache.WaitForNamedCacheSyncWithContext(ctx, synced...) {
 		return fmt.Errorf("controller %s: caches did not sync before shutdown", l.name)
 	}
 	l.log.Info("controller started", "workers", workers)
@@ -142,7 +143,7 @@ func (l *Loop) processNext(ctx context.Context) bool {
 	if ctx.Err() != nil {
 		return false
 	}
-	res, err := l.reconcile(ctx, key)
+	res, err := l.reconcileSafely(ctx, key)
 	switch {
 	case err != nil:
 		l.queue.AddRateLimited(key)
@@ -153,7 +154,7 @@ func (l *Loop) processNext(ctx context.Context) bool {
 			l.queue.AddAfter(key, res.RequeueAfter)
 		}
 		level := slog.LevelError
-		if apierrors.IsConflict(err) {
+		if IsStaleRead(err) {
 			// A stale read lost an optimistic-concurrency race: routine, retried.
 			level = slog.LevelDebug
 		}
@@ -165,4 +166,39 @@ func (l *Loop) processNext(ctx context.Context) bool {
 		l.queue.Forget(key)
 	}
 	return true
+}
+
+// reconcileSafely runs the reconcile function and turns a panic into an
+// error of that key: the key is retried with backoff, the panic and its
+// stack are logged, and the other keys and the process go on. Recovering is
+// safe here because everything a controller keeps in memory is a cache;
+// every intent it acts on is in the API server, written with the read's
+// resourceVersion.
+func (l *Loop) reconcileSafely(ctx context.Context, key Key) (res Result, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			l.log.Error("reconcile panicked", "key", key.String(), "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+			err = fmt.Errorf("reconcile panicked: %v", r)
+		}
+	}()
+	return l.reconcile(ctx, key)
+}
+
+// IsStaleRead reports whether err is the API server refusing a write made
+// on a cache that had not caught up: a Conflict (resourceVersion moved on),
+// or AlreadyExists (a create of an object the informer did not show yet).
+// Both are retried like any failure but are routine, not errors to report.
+// A joined error is a stale read only when every part of it is one, so a
+// real failure beside a conflict is still reported.
+func IsStaleRead(err error) bool {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		parts := j.Unwrap()
+		for _, e := range parts {
+			if !IsStaleRead(e) {
+				return false
+			}
+		}
+		return len(parts) > 0
+	}
+	return apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err)
 }

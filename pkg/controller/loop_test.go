@@ -3,12 +3,16 @@ package controller
 import (
 	"context"
 	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -247,4 +251,86 @@ func TestUpdateStatusIfChangedWritesOnlyChanges(t *testing.T) {
 	if len(acts) != 1 || acts[0].GetVerb() != "update" || acts[0].GetSubresource() != "status" {
 		t.Fatalf("actions = %v, want one status update", acts)
 	}
+}
+
+// A panicking reconcile fails its key, which is retried with backoff, and
+// the workers go on serving the other keys.
+func TestPanickingReconcileIsRetriedAndOthersContinue(t *testing.T) {
+	var panics, others atomic.Int32
+	l, _ := New(Options{Name: "t-panic", RateLimiter: fastLimiter(), Reconcile: func(ctx context.Context, k Key) (Result, error) {
+		if k.Name == "bad" {
+			if panics.Add(1) < 3 {
+				panic("nil map in a decision")
+			}
+			return Result{}, nil
+		}
+		others.Add(1)
+		return Result{}, nil
+	}})
+	runLoop(t, l)
+	l.Enqueue(cache.NewObjectName("ns", "bad"))
+	l.Enqueue(cache.NewObjectName("ns", "good"))
+	waitFor(t, "the panicking key retried until it succeeds", func() bool { return panics.Load() >= 3 })
+	waitFor(t, "the other key reconciled", func() bool { return others.Load() >= 1 })
+}
+
+func TestStaleReadsAreConflictsAndAlreadyExists(t *testing.T) {
+	gr := schema.GroupResource{Group: "apps", Resource: "statefulsets"}
+	conflict := apierrors.NewConflict(gr, "orders-iad", errors.New("the object has been modified"))
+	exists := apierrors.NewAlreadyExists(gr, "orders-iad")
+	other := apierrors.NewInvalid(schema.GroupKind{Group: "apps", Kind: "StatefulSet"}, "orders-iad", nil)
+	for _, c := range []struct {
+		err  error
+		want bool
+	}{
+		{conflict, true},
+		{exists, true},
+		{fmt.Errorf("create StatefulSet orders-iad: %w", exists), true},
+		{errors.Join(conflict, fmt.Errorf("site iad: %w", exists)), true},
+		{errors.Join(conflict, other), false},
+		{other, false},
+		{errors.New("dial tcp: i/o timeout"), false},
+	} {
+		if got := IsStaleRead(c.err); got != c.want {
+			t.Errorf("IsStaleRead(%v) = %v, want %v", c.err, got, c.want)
+		}
+	}
+}
+
+// A reconcile failing with AlreadyExists (a create after a stale cache
+// read) is logged at DEBUG, not ERROR, and retried.
+func TestAlreadyExistsIsRetriedWithoutAnError(t *testing.T) {
+	var buf syncBuffer
+	log := slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	var n atomic.Int32
+	l, _ := New(Options{Name: "t-exists", RateLimiter: fastLimiter(), Logger: log, Reconcile: func(ctx context.Context, k Key) (Result, error) {
+		if n.Add(1) == 1 {
+			return Result{}, fmt.Errorf("create ConfigMap x: %w", apierrors.NewAlreadyExists(schema.GroupResource{Resource: "configmaps"}, "x"))
+		}
+		return Result{}, nil
+	}})
+	runLoop(t, l)
+	l.Enqueue(cache.NewObjectName("ns", "a"))
+	waitFor(t, "the retry", func() bool { return n.Load() >= 2 })
+	out := buf.String()
+	if !strings.Contains(out, `"msg":"reconcile failed"`) || !strings.Contains(out, `"level":"DEBUG"`) || strings.Contains(out, `"level":"ERROR"`) {
+		t.Fatalf("want one DEBUG reconcile failure and no ERROR, got:\n%s", out)
+	}
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

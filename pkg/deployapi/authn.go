@@ -15,7 +15,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 )
 
-// Authentication cache bounds (seed 000): successful TokenReviews only.
+// Authentication cache bounds (docs/deploy-api.md, "Who may call it"):
+// successful TokenReviews only.
 const (
 	DefaultTokenCacheTTL  = 15 * time.Second
 	DefaultTokenCacheSize = 1024

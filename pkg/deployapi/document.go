@@ -7,8 +7,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1alpha1 "github.com/shipstream/bloodraven/pkg/apis/shipstream/v1alpha1"
-	"github.com/shipstream/bloodraven/pkg/stability"
 	"github.com/shipstream/bloodraven/pkg/leasestore"
+	"github.com/shipstream/bloodraven/pkg/stability"
 )
 
 // GroupDocument is the body of GET /deploy/v1/groups/{group}.

@@ -1,6 +1,7 @@
-// Package deployapi serves /deploy/v1, the deployment API (seed 000 with
-// the v1.7.0 vocabulary): group observation, migration leases and failover
-// holds for application deployment tooling.
+// Package deployapi serves /deploy/v1, the deployment API
+// (docs/deploy-api.md, in the v1.7.0 vocabulary of docs/api.md): group
+// observation, migration leases and failover holds for application
+// deployment tooling.
 //
 // Every request is authenticated with a TokenReview for the configured
 // audience and authorized from MysqlDatabase objects read uncached. Leases

@@ -87,7 +87,7 @@ func (h Health) Next(ok bool, t Thresholds) Health {
 }
 
 // BackoffCap is the longest interval between two polls of a group while one
-// of its sites keeps failing (seed 004: pollInterval).
+// of its sites keeps failing (docs/topology.md, Observation: cadence).
 const BackoffCap = 30 * time.Second
 
 // SiteCadence is how often one site is polled: base while it answers or

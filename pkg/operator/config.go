@@ -57,6 +57,7 @@ type Config struct {
 
 	LogLevel            string
 	Workers             int
+	TopologyWorkers     int
 	ShutdownGracePeriod time.Duration
 }
 
@@ -162,7 +163,8 @@ func ParseConfig(args []string, getenv func(string) string, usageOut io.Writer) 
 	str(&c.SidecarOperatorEndpoint, flagSpec{"sidecar-operator-endpoint", "BLOODRAVEN_SIDECAR_OPERATOR_ENDPOINT", "host:port at which sidecars reach this operator's auxiliary listener, for groups that do not set spec.sidecar.operatorEndpoint"}, defaultSidecarOperatorEndpoint(getenv))
 	str(&c.DevSiteAddresses, flagSpec{"dev-site-addresses", devsitemap.EnvVar, "DEVELOPMENT ONLY: path of a site-address map that replaces in-cluster site addressing"}, "")
 	str(&c.LogLevel, flagSpec{"log-level", "BLOODRAVEN_LOG_LEVEL", "debug, info, warn or error"}, "info")
-	integer(&c.Workers, flagSpec{"workers", "BLOODRAVEN_WORKERS", "workers per controller"}, 2)
+	integer(&c.Workers, flagSpec{"workers", "BLOODRAVEN_WORKERS", "workers of each Kubernetes-object queue (group-objects, deploy-lease, database)"}, 2)
+	integer(&c.TopologyWorkers, flagSpec{"topology-workers", "BLOODRAVEN_TOPOLOGY_WORKERS", "groups whose MySQL poll rounds run at the same time (the topology queue's workers)"}, DefaultTopologyWorkers)
 	dur(&c.ShutdownGracePeriod, flagSpec{"shutdown-grace-period", "BLOODRAVEN_SHUTDOWN_GRACE_PERIOD", "how long shutdown may take after SIGTERM; keep it below the pod's terminationGracePeriodSeconds"}, 20*time.Second)
 
 	if err := fs.Parse(args); err != nil {
@@ -215,6 +217,9 @@ func (c Config) Validate() error {
 	}
 	if c.Workers < 1 || c.Workers > 64 {
 		errs = append(errs, fmt.Errorf("--workers: %d is outside 1..64", c.Workers))
+	}
+	if c.TopologyWorkers < 1 || c.TopologyWorkers > 1024 {
+		errs = append(errs, fmt.Errorf("--topology-workers: %d is outside 1..1024", c.TopologyWorkers))
 	}
 	if c.ShutdownGracePeriod < time.Second {
 		errs = append(errs, fmt.Errorf("--shutdown-grace-period: %s is shorter than 1s", c.ShutdownGracePeriod))
@@ -286,6 +291,12 @@ func splitList(s string) []string {
 }
 
 const inClusterNamespaceFile = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+
+// DefaultTopologyWorkers: a poll round holds a topology worker for at most
+// its group's poll deadline, so this many groups can each have a hung site
+// before a healthy group's round waits for a free worker. Idle workers cost
+// a parked goroutine each.
+const DefaultTopologyWorkers = 32
 
 // defaultSidecarOperatorEndpoint is the auxiliary Service of deploy/base
 // (named bloodraven, port 8082) in the operator pod's namespace, or empty

@@ -61,7 +61,7 @@ type Process struct {
 
 	state       processState
 	deployAPI   atomic.Pointer[http.Handler]
-	controllers []Controller
+	controllers []registered
 	listeners   []*listener
 	stopEvents  func()
 	eventsCtx   context.CancelFunc
@@ -245,8 +245,21 @@ func (d Deps) WorkqueueMetrics() workqueue.MetricsProvider {
 	return d.Metrics.Workqueue
 }
 
-// AddController registers a controller the leader runs.
-func (p *Process) AddController(c Controller) { p.controllers = append(p.controllers, c) }
+// AddController registers a controller the leader runs with --workers
+// workers.
+func (p *Process) AddController(c Controller) { p.AddControllerWorkers(c, p.Config.Workers) }
+
+// AddControllerWorkers registers a controller the leader runs with the
+// given number of workers.
+func (p *Process) AddControllerWorkers(c Controller, workers int) {
+	p.controllers = append(p.controllers, registered{Controller: c, workers: workers})
+}
+
+// registered is a controller with its worker count.
+type registered struct {
+	Controller
+	workers int
+}
 
 // Addr returns the bound address of a listener by its flag name (for tests
 // that bind port 0).
@@ -364,7 +377,7 @@ func (p *Process) startLeading(processCtx, leaseCtx context.Context) {
 	p.Log.Info("leading", "identity", p.Config.LeaderElection.Identity, "controllers", len(p.controllers))
 	for _, c := range p.controllers {
 		wg.Go(func() {
-			if err := c.Run(ctx, p.Config.Workers); err != nil && ctx.Err() == nil {
+			if err := c.Run(ctx, c.workers); err != nil && ctx.Err() == nil {
 				p.Log.Error("controller ended", "controller", c.Name(), "err", err.Error())
 			}
 		})

@@ -63,8 +63,8 @@ func TestDecodeMissingFieldsAreNotReported(t *testing.T) {
 		t.Errorf("replication = %+v, want nil (not reported)", s.MySQL.Replication)
 	}
 
-	// Seed 003: a missing storeReady from an older sidecar is "not
-	// reported", never an init failure.
+	// Version skew (docs/sidecar.md): a missing storeReady from an older
+	// sidecar is "not reported", never an init failure.
 	var a ArchiverStatus
 	if err := Decode(strings.NewReader(`{"enabled":true,"lastScanAt":"2026-11-30T07:00:00Z"}`), &a); err != nil {
 		t.Fatal(err)

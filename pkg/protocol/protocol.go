@@ -75,7 +75,8 @@ const (
 // does not list one does not have it; features gate on them, not on versions.
 const (
 	// CapabilityCoverageGTIDv1: PITR retention proves archive coverage by
-	// content-bound GTID ranges (seed 003's skew rules).
+	// content-bound GTID ranges. Reserved: PITR is not built yet, and no
+	// sidecar advertises it (docs/sidecar.md, Version skew).
 	CapabilityCoverageGTIDv1 = "coverage=gtid-v1"
 	// CapabilityLivez: the sidecar serves PathLivez.
 	CapabilityLivez = "livez"

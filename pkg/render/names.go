@@ -2,8 +2,8 @@
 // allocated something, the live object) into the Kubernetes objects the
 // operator keeps: per site a StatefulSet and its my.cnf ConfigMap, the
 // internal, site, primary and replicas Services, and the external-dns
-// DNSEndpoint. Every function here is pure; the topology controller applies
-// the results.
+// DNSEndpoint. Every function here is pure; the group-objects controller
+// (pkg/controllers/groupobjects) applies the results.
 package render
 
 import (

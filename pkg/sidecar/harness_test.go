@@ -14,10 +14,10 @@ import (
 	"github.com/shipstream/bloodraven/pkg/apis/shipstream/v1alpha1"
 	"github.com/shipstream/bloodraven/pkg/auxiliary"
 	"github.com/shipstream/bloodraven/pkg/mysql"
+	"github.com/shipstream/bloodraven/pkg/sidecar"
 	"github.com/shipstream/bloodraven/pkg/testbed/mysqlsim"
 	"github.com/shipstream/bloodraven/pkg/testbed/mysqlsim/simtest"
 	"github.com/shipstream/bloodraven/pkg/testbed/netcut"
-	"github.com/shipstream/bloodraven/pkg/sidecar"
 )
 
 const (

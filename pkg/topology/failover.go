@@ -10,9 +10,10 @@ import (
 	"github.com/shipstream/bloodraven/pkg/observe"
 )
 
-// Automatic failover, decision part (issue 9): when a failover is due and
-// which candidate may be promoted. The step machine that fences, waits,
-// promotes and publishes is not built yet; these rules are its input.
+// Automatic failover, decision part: when a failover is due and which
+// candidate may be promoted (docs/topology.md, Automatic failover; the rules
+// they keep are invariant 3 of docs/safety.md). The step machine that
+// fences, waits, promotes and publishes is in failover_steps.go.
 
 // FailoverTrigger is what FailoverDue needs.
 type FailoverTrigger struct {

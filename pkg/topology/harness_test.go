@@ -5,7 +5,7 @@ package topology
 // (crash, freeze, partition, operator restart and a crash between any two
 // actions, replication lag, errant and stale-client writes, purges, and an
 // informer cache that lags behind the stored status), checking
-// design.md §4 invariants 1, 3, 4 and 5 after every step. A failing sequence
+// docs/safety.md invariants 1, 3, 4 and 5 after every step. A failing sequence
 // prints its seed; HARNESS_SEED=<seed> replays only that one, and
 // HARNESS_SEQUENCES=<n> changes how many run.
 

@@ -3,7 +3,7 @@
 // group's persisted status and the operator's in-memory clone bookkeeping) to
 // the status it should publish and the MySQL actions to take. It does no I/O
 // and reads no clock: Decide is tested with tables and randomized inputs,
-// and the safety invariants of design.md §4 live here:
+// and the safety invariants of docs/safety.md live here, among them:
 //
 //   - a site is made writable only if its GTID set contains the set of every
 //     other reachable site (and the last known set of every unreachable one);

@@ -8,10 +8,10 @@ import (
 	"github.com/shipstream/bloodraven/pkg/apis/shipstream/v1alpha1"
 )
 
-// Planned failover, admission part (issue 14): parsing the request
-// annotation and deciding whether a persisted claim may leave Admitting.
-// The handoff itself (catch-up, fence, promote, publish, roll back) is not
-// built yet; the verdicts here are its entry.
+// Planned failover, admission part (docs/planned-failover.md, Admission):
+// parsing the request annotation and deciding whether a persisted claim may
+// leave Admitting. The handoff itself (catch-up, fence, promote, publish,
+// roll back) is in planned_handoff.go; the verdicts here are its entry.
 
 // AnnotationPlannedFailover asks for a planned failover to a site. Its value
 // is "<site>[:maxLagWait=<duration>]"; maxLagWait overrides

@@ -9,7 +9,7 @@ import (
 )
 
 // DefaultPlannedMaxLagWait is spec.plannedFailover.maxLagWait's default.
-const DefaultPlannedMaxLagWait = 60 * time.Second
+const DefaultPlannedMaxLagWait = v1alpha1.DefaultMaxLagWait
 
 // NewPlannedClaim is the claim stored in status.plannedFailover when a
 // request is accepted, before anything else happens (in particular before

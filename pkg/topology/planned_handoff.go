@@ -9,7 +9,8 @@ import (
 	"github.com/shipstream/bloodraven/pkg/apis/shipstream/v1alpha1"
 )
 
-// Planned failover, handoff part (issue 14). A stored claim that admission
+// Planned failover, handoff part (docs/planned-failover.md; invariant 2 of
+// docs/safety.md). A stored claim that admission
 // passed (phase CatchingUp) is carried to its end here, one step per
 // decision, every step recorded in status before it is acted on:
 //

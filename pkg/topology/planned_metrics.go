@@ -9,7 +9,7 @@ import (
 
 // PlannedOutcomeLabel is the result label of
 // bloodraven_planned_failovers_total: the outcome in kebab-case
-// (NotStarted → not-started), as seed 003 (v1.7.0) specifies.
+// (NotStarted → not-started), as docs/planned-failover.md (Outcomes) lists.
 func PlannedOutcomeLabel(o v1alpha1.PlannedFailoverOutcome) string {
 	var b strings.Builder
 	for i, r := range string(o) {

@@ -6,7 +6,8 @@ import (
 	"github.com/shipstream/bloodraven/pkg/apis/shipstream/v1alpha1"
 )
 
-// The labels seed 003 lists for bloodraven_planned_failovers_total{result}.
+// The labels docs/planned-failover.md lists for
+// bloodraven_planned_failovers_total{result}.
 func TestPlannedOutcomeLabel(t *testing.T) {
 	for outcome, want := range map[v1alpha1.PlannedFailoverOutcome]string{
 		"Succeeded":              "succeeded",

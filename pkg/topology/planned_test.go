@@ -224,21 +224,3 @@ func TestPlannedVocabularyMatchesCRDEnums(t *testing.T) {
 		in("reason", string(v))
 	}
 }
-
-// The Event reasons are a published contract: seed 003 (v1.7.0) names them,
-// and alert routing matches on these exact strings.
-func TestPlannedEventReasonsKeepTheSeedNames(t *testing.T) {
-	for got, want := range map[string]string{
-		v1alpha1.EventPlannedFailoverRejected:       "PlannedFailoverRejected",
-		v1alpha1.EventPlannedFailoverDeferred:       "PlannedFailoverDeferred",
-		v1alpha1.EventPlannedFailoverStarted:        "PlannedFailoverStarted",
-		v1alpha1.EventPlannedFailoverFailed:         "PlannedFailoverFailed",
-		v1alpha1.EventPlannedFailoverDrainStarted:   "PlannedFailoverDrainStarted",
-		v1alpha1.EventPlannedFailoverTargetCaughtUp: "PlannedFailoverTargetCaughtUp",
-		v1alpha1.EventPlannedFailoverSucceeded:      "PlannedFailoverSucceeded",
-	} {
-		if got != want {
-			t.Errorf("reason %q, seed 003 names it %q", got, want)
-		}
-	}
-}

@@ -69,7 +69,7 @@ func readiness(db *v1alpha1.MysqlDatabase, group *v1alpha1.MysqlFailoverGroup) (
 		}
 		return PhasePending, v1alpha1.ReasonGroupNotReady, fmt.Sprintf("waiting for MysqlFailoverGroup %q: %s", ref, why)
 	}
-	return PhaseApplying, v1alpha1.ReasonApplying, fmt.Sprintf("applying schema %q on the active site of MysqlFailoverGroup %q", db.Spec.DatabaseName, ref)
+	return PhaseApplying, v1alpha1.ReasonApplying, fmt.Sprintf("MysqlFailoverGroup %q is ready; schema %q is not created in MySQL: the operator does not apply schemas yet", ref, db.Spec.DatabaseName)
 }
 
 // groupEvent reports the group appearing or disappearing, judged from the

@@ -72,7 +72,7 @@ func (p *pass) dns(ctx context.Context) {
 	if !present {
 		msg := fmt.Sprintf("the external-dns CRD %s is not installed: %s is not pointed at %s (site %s)", dnsCRDName, g.Spec.DNS.Hostname, target, g.Status.ActiveSite)
 		if p.changed(v1alpha1.ConditionDNSReady, metav1.ConditionFalse, v1alpha1.ReasonDNSEndpointCRDMissing, msg) {
-			p.c.recorder.Event(g, corev1.EventTypeWarning, v1alpha1.EventDNSEndpointSkippedCRDMissing, msg)
+			p.eventAfterStatus(corev1.EventTypeWarning, v1alpha1.EventDNSEndpointSkippedCRDMissing, msg)
 		}
 		p.setCondition(v1alpha1.ConditionDNSReady, metav1.ConditionFalse, v1alpha1.ReasonDNSEndpointCRDMissing, msg)
 		p.requeue = p.c.dnsRecheck

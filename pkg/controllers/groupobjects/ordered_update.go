@@ -97,7 +97,7 @@ func (p *pass) announceHandoffFailure(f HandoffFailure) {
 	case f.Moved:
 		msg = fmt.Sprintf("planned failover %s ended %s/%s after publishing site %s as the active site (see status.plannedFailover.result); the ordered update goes on with the former primary as a follower",
 			f.RunID, f.Outcome, f.Reason, f.Target)
-		p.c.recorder.Event(p.g, corev1.EventTypeWarning, v1alpha1.EventOrderedUpdateHandoffFailed, msg)
+		p.eventAfterStatus(corev1.EventTypeWarning, v1alpha1.EventOrderedUpdateHandoffFailed, msg)
 		return
 	}
 	if !f.RetryAt.IsZero() {
@@ -105,7 +105,7 @@ func (p *pass) announceHandoffFailure(f HandoffFailure) {
 	} else {
 		msg += "; the ordered update retries the handoff"
 	}
-	p.c.recorder.Event(p.g, corev1.EventTypeWarning, v1alpha1.EventOrderedUpdateHandoffFailed, msg)
+	p.eventAfterStatus(corev1.EventTypeWarning, v1alpha1.EventOrderedUpdateHandoffFailed, msg)
 }
 
 // updatingCondition reports the rollout: True/OrderedUpdateStalled when it
@@ -114,7 +114,7 @@ func (p *pass) announceHandoffFailure(f HandoffFailure) {
 func (p *pass) updatingCondition(plan Rollout) {
 	if st := plan.Stall; st != nil {
 		if prev := p.previous(v1alpha1.ConditionUpdating); prev == nil || prev.Reason != v1alpha1.ReasonOrderedUpdateStalled {
-			p.c.recorder.Event(p.g, corev1.EventTypeWarning, v1alpha1.EventOrderedUpdateStalled, st.Message)
+			p.eventAfterStatus(corev1.EventTypeWarning, v1alpha1.EventOrderedUpdateStalled, st.Message)
 		}
 		p.setCondition(v1alpha1.ConditionUpdating, metav1.ConditionTrue, v1alpha1.ReasonOrderedUpdateStalled, st.Message)
 		return

@@ -44,9 +44,23 @@ type pass struct {
 	// phaseDecided).
 	phase        v1alpha1.UpdatePhase
 	phaseDecided bool
+	// conditionEvents describe a condition or phase this pass sets: they are
+	// recorded only once the status write that stores it succeeded, so an
+	// Event never reports a state the group does not show (a failed write
+	// leaves the stored condition as it was, and the next pass reports the
+	// change again).
+	conditionEvents []conditionEvent
 }
 
+type conditionEvent struct{ typ, reason, msg string }
+
 func (p *pass) fail(err error) { p.errs = append(p.errs, err) }
+
+// eventAfterStatus records an Event about the condition or phase being set,
+// after the status write.
+func (p *pass) eventAfterStatus(typ, reason, msg string) {
+	p.conditionEvents = append(p.conditionEvents, conditionEvent{typ, reason, msg})
+}
 
 func (p *pass) setCondition(typ string, status metav1.ConditionStatus, reason, msg string) {
 	p.conds = append(p.conds, metav1.Condition{
@@ -99,6 +113,10 @@ func (c *Controller) reconcile(ctx context.Context, key controller.Key) (control
 	p.resourcesReady()
 	if err := p.writeStatus(ctx); err != nil {
 		p.fail(err)
+	} else {
+		for _, e := range p.conditionEvents {
+			c.recorder.Event(p.g, e.typ, e.reason, e.msg)
+		}
 	}
 	return controller.Result{RequeueAfter: p.requeue}, errors.Join(p.errs...)
 }
@@ -124,7 +142,7 @@ func (p *pass) resourcesReady() {
 		msg = strings.ToValidUTF8(msg[:maxConditionMessage], "") + " (truncated)"
 	}
 	if p.changed(v1alpha1.ConditionResourcesReady, metav1.ConditionFalse, reason, msg) {
-		p.c.recorder.Event(p.g, corev1.EventTypeWarning, event, msg)
+		p.eventAfterStatus(corev1.EventTypeWarning, event, msg)
 	}
 	p.setCondition(v1alpha1.ConditionResourcesReady, metav1.ConditionFalse, reason, msg)
 }
@@ -181,7 +199,7 @@ func strategyOf(g *v1alpha1.MysqlFailoverGroup) v1alpha1.UpdateStrategyType {
 	if g.Spec.UpdateStrategy != nil && g.Spec.UpdateStrategy.Type != "" {
 		return g.Spec.UpdateStrategy.Type
 	}
-	return v1alpha1.OrderedUpdate
+	return v1alpha1.DefaultUpdateStrategyType
 }
 
 // sites renders every site, observes its StatefulSet and pod, decides the

@@ -245,10 +245,13 @@ type mpass struct {
 	now   time.Time
 	// prevTransition is the stored transition before this pass's writes.
 	prevTransition *v1alpha1.Transition
+	// log carries the group's namespace and name (docs/development.md).
+	log *slog.Logger
 }
 
 func (m *Manager) newPass(g *v1alpha1.MysqlFailoverGroup) (*mpass, error) {
-	p := &mpass{m: m, g: g, key: groupKey(g), st: m.state(groupKey(g)), now: m.opts.Now()}
+	p := &mpass{m: m, g: g, key: groupKey(g), st: m.state(groupKey(g)), now: m.opts.Now(),
+		log: m.log.With("namespace", g.Namespace, "group", g.Name)}
 	creds, err := m.opts.Credentials.Get(g)
 	if err != nil {
 		return p, fmt.Errorf("topology manager: %w", err)
@@ -269,7 +272,7 @@ func (p *mpass) pollInterval() time.Duration {
 	if d := p.g.Spec.PollInterval; d != nil && d.Duration > 0 {
 		return d.Duration
 	}
-	return 2 * time.Second
+	return v1alpha1.DefaultPollInterval
 }
 
 func (p *mpass) pollTimeout() time.Duration {
@@ -294,7 +297,7 @@ func (p *mpass) cloneTimeout() time.Duration {
 	if d := p.g.Spec.CloneTimeout; d != nil && d.Duration > 0 {
 		return d.Duration
 	}
-	return time.Hour
+	return v1alpha1.DefaultCloneTimeout
 }
 
 // cadence is the delay until the next poll round (observe.GroupCadence):
@@ -413,7 +416,7 @@ func (p *mpass) peerCheckInterval() time.Duration {
 	if sc := p.g.Spec.Sidecar; sc != nil && sc.PeerCheckInterval != nil && sc.PeerCheckInterval.Duration > 0 {
 		return sc.PeerCheckInterval.Duration
 	}
-	return 2 * time.Second
+	return v1alpha1.DefaultPeerCheckInterval
 }
 
 func (p *mpass) probeMySQL(ctx context.Context, site string) (Sample, error) {
@@ -437,7 +440,7 @@ func (p *mpass) input(results map[string]observe.Result[Sample]) topology.Input 
 	g := p.g
 	in := topology.Input{
 		Now: p.now, Namespace: g.Namespace, Group: g.Name, Generation: g.Generation,
-		MaxLagSeconds: 300, CloneRetryDelay: p.m.opts.CloneRetryDelay, StatusRefresh: p.m.opts.StatusRefresh,
+		MaxLagSeconds: int64(v1alpha1.DefaultMaxLagSeconds), CloneRetryDelay: p.m.opts.CloneRetryDelay, StatusRefresh: p.m.opts.StatusRefresh,
 		Status: *rehydrate(g).Status.DeepCopy(), Observed: map[string]topology.SiteInput{}, NewTransitionID: p.m.opts.NewID(),
 	}
 	if r := g.Spec.Replication; r != nil && r.MaxLagSeconds != nil {
@@ -458,7 +461,7 @@ func (p *mpass) input(results map[string]observe.Result[Sample]) topology.Input 
 	for _, s := range g.Spec.Sites {
 		role := s.Role
 		if role == "" {
-			role = v1alpha1.SiteRolePrimaryCandidate
+			role = v1alpha1.DefaultSiteRole
 		}
 		in.Sites = append(in.Sites, topology.SiteSpec{Name: s.Name, Role: role})
 		r := results[s.Name]

@@ -37,9 +37,9 @@ func (p *mpass) execute(ctx context.Context, d topology.Decision) (*v1alpha1.Mys
 			hook(g)
 		}
 		if t := d.Status.Transition; t != nil {
-			p.m.log.Info("transition recorded", "group", p.key, "transitionID", t.ID, "kind", string(t.Kind), "targetSite", t.TargetSite, "topologyGeneration", t.TopologyGeneration)
+			p.log.Info("transition recorded", "transitionID", t.ID, "kind", string(t.Kind), "targetSite", t.TargetSite, "topologyGeneration", t.TopologyGeneration)
 		} else {
-			p.m.log.Info("topology published", "group", p.key, "activeSite", d.Status.ActiveSite, "topologyGeneration", d.Status.TopologyGeneration)
+			p.log.Info("topology published", "activeSite", d.Status.ActiveSite, "topologyGeneration", d.Status.TopologyGeneration)
 		}
 	}
 	if ctx.Err() != nil {
@@ -104,7 +104,7 @@ func (p *mpass) run(ctx context.Context, actions []topology.Action) {
 	fenceFailed := false
 	for _, a := range actions {
 		if a.Kind == topology.MakeWritable && fenceFailed {
-			p.m.log.Warn("not making a site writable: a fence before it failed", "group", p.key, "site", a.Site)
+			p.log.Warn("not making a site writable: a fence before it failed", "site", a.Site)
 			continue
 		}
 		err := p.do(ctx, a)
@@ -135,7 +135,7 @@ func (p *mpass) do(ctx context.Context, a topology.Action) error {
 	}
 	actx, cancel := context.WithTimeout(ctx, p.m.opts.StatementTimeout)
 	defer cancel()
-	log := p.m.log.With("group", p.key, "site", a.Site, "action", string(a.Kind))
+	log := p.log.With("site", a.Site, "action", string(a.Kind))
 	switch a.Kind {
 	case topology.Fence:
 		if err := p.fence(actx, c, a.Site); err != nil {
@@ -198,7 +198,7 @@ func (p *mpass) noteMutation(a topology.Action, err error) {
 		// retried after CloneRetryDelay and reported as BootstrapFailed.
 		if err != nil {
 			p.st.clones[a.Site] = &topology.CloneState{Donor: a.Donor, FailedAt: p.m.opts.Now(), Error: err.Error()}
-			p.m.log.Error("clone not started", "group", p.key, "site", a.Site, "donor", a.Donor, "err", err.Error())
+			p.log.Error("clone not started", "site", a.Site, "donor", a.Donor, "err", err.Error())
 		}
 		return
 	}
@@ -268,7 +268,7 @@ func (p *mpass) startClone(ctx context.Context, a topology.Action) error {
 	p.st.clones[a.Site] = rec
 	p.m.mu.Unlock()
 	p.recordf(corev1.EventTypeNormal, v1alpha1.EventCloneStarted, "cloning site %s from site %s (%s): %s", a.Site, a.Donor, donorAddr, a.Why)
-	p.m.log.Info("clone started", "group", p.key, "site", a.Site, "donor", a.Donor, "cloneTimeout", timeout.String())
+	p.log.Info("clone started", "site", a.Site, "donor", a.Donor, "cloneTimeout", timeout.String())
 	g := p.g
 	go func() {
 		defer func() { _ = cc.Close() }()
@@ -284,10 +284,10 @@ func (p *mpass) startClone(ctx context.Context, a topology.Action) error {
 		p.st.clones[a.Site] = &done
 		p.m.mu.Unlock()
 		if err != nil {
-			p.m.log.Error("clone failed", "group", p.key, "site", a.Site, "donor", a.Donor, "err", err.Error())
+			p.log.Error("clone failed", "site", a.Site, "donor", a.Donor, "err", err.Error())
 			p.m.ctrl.recorder.Eventf(g, corev1.EventTypeWarning, v1alpha1.EventCloneFailed, "clone of site %s from site %s failed: %v", a.Site, a.Donor, err)
 		} else {
-			p.m.log.Info("clone finished", "group", p.key, "site", a.Site, "donor", a.Donor)
+			p.log.Info("clone finished", "site", a.Site, "donor", a.Donor)
 			p.m.ctrl.recorder.Eventf(g, corev1.EventTypeNormal, v1alpha1.EventCloneSucceeded, "site %s was cloned from site %s", a.Site, a.Donor)
 		}
 		p.enqueue()

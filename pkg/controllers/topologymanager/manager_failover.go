@@ -42,7 +42,7 @@ func failoverOverride(g *v1alpha1.MysqlFailoverGroup) (string, error) {
 // failoverSettings reads the group's failover timers.
 func (p *mpass) failoverSettings() topology.FailoverSettings {
 	g := p.g
-	s := topology.FailoverSettings{Enabled: p.m.opts.AutomaticFailover, Cooldown: 5 * time.Minute, MaxMissing: p.m.opts.FailoverMaxMissing}
+	s := topology.FailoverSettings{Enabled: p.m.opts.AutomaticFailover, Cooldown: v1alpha1.DefaultFailoverCooldown, MaxMissing: p.m.opts.FailoverMaxMissing}
 	if d := g.Spec.FailoverCooldown; d != nil {
 		s.Cooldown = d.Duration
 	}
@@ -50,7 +50,7 @@ func (p *mpass) failoverSettings() topology.FailoverSettings {
 	// statement's timeout and a clock margin), counted from when the intent
 	// is served: the old primary has fenced itself by then.
 	s.SelfFenceBound = protocol.SelfFenceBound(p.sidecarTimers())
-	s.DrainTimeout = 30 * time.Second
+	s.DrainTimeout = v1alpha1.DefaultConnectionDrainTimeout
 	if d := g.Spec.ConnectionDrainTimeout; d != nil {
 		s.DrainTimeout = d.Duration
 	}
@@ -59,7 +59,7 @@ func (p *mpass) failoverSettings() topology.FailoverSettings {
 	}
 	site, err := failoverOverride(g)
 	if err != nil {
-		p.m.log.Warn("failover override ignored", "group", p.key, "err", err.Error())
+		p.log.Warn("failover override ignored", "err", err.Error())
 	}
 	s.Override = site
 	return s
@@ -71,7 +71,7 @@ func (p *mpass) failoverSettings() topology.FailoverSettings {
 // with the old values, and a confirmation passed on by any of them lasts as
 // long as its own lease.
 func (p *mpass) sidecarTimers() (lease, peerCheck time.Duration) {
-	lease, peerCheck = protocol.DefaultLeaseTimeout, protocol.DefaultPeerCheckInterval
+	lease, peerCheck = v1alpha1.DefaultLeaseTimeout, v1alpha1.DefaultPeerCheckInterval
 	if sc := p.g.Spec.Sidecar; sc != nil {
 		if sc.LeaseTimeout != nil {
 			lease = sc.LeaseTimeout.Duration
@@ -119,7 +119,7 @@ func (p *mpass) catchUp(ctx context.Context, site string) error {
 	if err != nil {
 		return err
 	}
-	p.m.log.Info("failover candidate catch-up", "group", p.key, "site", site, "applied", reached)
+	p.log.Info("failover candidate catch-up", "site", site, "applied", reached)
 	return nil
 }
 
@@ -166,7 +166,7 @@ func (p *mpass) notifySidecars(ctx context.Context) error {
 		}
 		wg.Go(func() {
 			if _, err := (protocol.Client{}).Announce(ctx, addr, doc); err != nil {
-				p.m.log.Debug("transition not announced to a sidecar", "group", p.key, "site", s.Name, "err", err.Error())
+				p.log.Debug("transition not announced to a sidecar", "site", s.Name, "err", err.Error())
 			}
 		})
 	}

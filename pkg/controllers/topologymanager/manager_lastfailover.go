@@ -10,8 +10,8 @@ import (
 	"github.com/shipstream/bloodraven/pkg/apis/shipstream/v1alpha1"
 )
 
-// Out-of-band copies of status.lastFailover on the group's metadata (seed
-// 004): written and cleared as a pair, so the last failover survives a
+// Out-of-band copies of status.lastFailover on the group's metadata
+// (docs/api.md): written and cleared as a pair, so the last failover survives a
 // status that was lost (a restore of the object, a status wipe).
 const (
 	AnnotationLastFailover       = "bloodraven.shipstream.io/last-failover"

@@ -30,7 +30,7 @@ func (p *mpass) planned(ctx context.Context, results map[string]observe.Result[S
 		g, _, err := p.m.admitter.Step(ctx, p.g, plannedFactsOf(in, target))
 		if err != nil {
 			admitErr = fmt.Errorf("planned failover admission: %w", err)
-			p.m.log.Warn("planned failover admission failed", "group", p.key, "err", err.Error())
+			p.log.Warn("planned failover admission failed", "err", err.Error())
 		}
 		if g != p.g {
 			p.g = g
@@ -45,7 +45,7 @@ func (p *mpass) planned(ctx context.Context, results map[string]observe.Result[S
 		if err != nil {
 			// Without a fresh read the run does not fence (it keeps catching
 			// up, and times out if the read keeps failing).
-			p.m.log.Warn("deployment holds not read before fencing", "group", p.key, "err", err.Error())
+			p.log.Warn("deployment holds not read before fencing", "err", err.Error())
 		} else {
 			in.Planned.HoldsRead = true
 			in.Planned.Holds = topology.PlannedHolds{Held: hs.Held, EarliestExpiry: hs.EarliestExpiry, OperationID: hs.OperationID, Instance: hs.Instance, Count: hs.Count}
@@ -104,12 +104,12 @@ func (p *mpass) plannedProgress(before *v1alpha1.PlannedFailoverStatus) {
 	if before != nil && before.RunID == after.RunID {
 		from = string(before.Phase)
 	}
-	attrs := []any{"group", p.key, "runID", after.RunID, "from", from, "to", string(after.Phase),
+	attrs := []any{"runID", after.RunID, "from", from, "to", string(after.Phase),
 		"sourceSite", after.SourceSite, "targetSite", after.TargetSite}
 	if r := after.Result; r != nil && after.Phase.IsTerminal() {
 		attrs = append(attrs, "outcome", string(r.Outcome), "reason", string(r.Reason))
 	}
-	p.m.log.Info("planned failover phase changed", attrs...)
+	p.log.Info("planned failover phase changed", attrs...)
 	if after.Phase.IsTerminal() && after.Result != nil {
 		var took time.Duration
 		if after.RequestTime != nil && after.CompletionTime != nil {

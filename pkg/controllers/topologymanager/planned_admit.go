@@ -135,7 +135,7 @@ func admissionInput(g *v1alpha1.MysqlFailoverGroup, claim v1alpha1.PlannedFailov
 		TargetLagging: f.TargetLagging, TargetDiverged: f.TargetDiverged,
 		Holds: topology.PlannedHolds{Held: hs.Held, EarliestExpiry: hs.EarliestExpiry, OperationID: hs.OperationID, Instance: hs.Instance, Count: hs.Count},
 		// Defaults as the CRD declares them.
-		Settings: topology.PlannedSettings{OnCooldown: v1alpha1.PlannedFailoverRejectOnCooldown, AdmissionTimeout: 5 * time.Minute, Cooldown: 5 * time.Minute},
+		Settings: topology.PlannedSettings{OnCooldown: v1alpha1.DefaultPlannedFailoverOnCooldown, AdmissionTimeout: v1alpha1.DefaultAdmissionTimeout, Cooldown: v1alpha1.DefaultFailoverCooldown},
 	}
 	for _, s := range g.Spec.Sites {
 		in.Sites = append(in.Sites, topology.SiteSpec{Name: s.Name, Role: s.Role})

@@ -62,52 +62,53 @@ type Instance struct {
 	ctx        context.Context
 	cancel     context.CancelFunc
 	stopEvents func()
-	done       chan struct{}
-	once       sync.Once
-	started    bool
+	running    sync.WaitGroup
+	startOnce  sync.Once
+	stopOnce   sync.Once
 }
 
 // NewInstance prepares an operator instance on informers limited to the
-// env's namespace (nodes are cluster-wide). Nothing runs until Start.
-func (e *Env) NewInstance() *Instance {
+// env's namespace and those of others (nodes are cluster-wide). Nothing
+// runs until Start.
+func (e *Env) NewInstance(others ...*Env) *Instance {
 	ctx, cancel := context.WithCancel(context.Background())
 	recorder, stopEvents := eventrecorder.NewRecorder(ctx, e.Kube)
-	inf := &operator.Informers{
-		Shipstream: map[string]shipinformers.SharedInformerFactory{e.Namespace: shipinformers.NewSharedInformerFactoryWithOptions(e.Ship, 0, shipinformers.WithNamespace(e.Namespace))},
-		Kube:       map[string]kubeinformers.SharedInformerFactory{e.Namespace: kubeinformers.NewSharedInformerFactoryWithOptions(e.Kube, 0, kubeinformers.WithNamespace(e.Namespace))},
+	inf := &operator.Informers{Shipstream: map[string]shipinformers.SharedInformerFactory{}, Kube: map[string]kubeinformers.SharedInformerFactory{}}
+	for _, ns := range append([]*Env{e}, others...) {
+		inf.Shipstream[ns.Namespace] = shipinformers.NewSharedInformerFactoryWithOptions(e.Ship, 0, shipinformers.WithNamespace(ns.Namespace))
+		inf.Kube[ns.Namespace] = kubeinformers.NewSharedInformerFactoryWithOptions(e.Kube, 0, kubeinformers.WithNamespace(ns.Namespace))
 	}
 	return &Instance{
-		env: e, ctx: ctx, cancel: cancel, stopEvents: stopEvents, done: make(chan struct{}),
+		env: e, ctx: ctx, cancel: cancel, stopEvents: stopEvents,
 		Deps: operator.Deps{Kube: e.Kube, Shipstream: e.Ship, Dynamic: e.Dyn, Informers: inf, Recorder: recorder, Metrics: metrics.NewRegistry()},
 	}
 }
 
-// Start starts the informers and runs each controller with workers workers
-// until Stop, Kill or the end of the test. Controllers must have been built
-// from i.Deps before, so their handlers see the informers' first lists.
+// Start runs each controller with workers workers, and starts the
+// informers, until Stop, Kill or the end of the test. Controllers must have
+// been built from i.Deps before, so their handlers see the informers' first
+// lists. Start may be called again for controllers that need another
+// worker count.
 func (i *Instance) Start(workers int, cs ...operator.Controller) {
 	i.env.T.Helper()
-	i.started = true
-	i.Deps.Informers.Start(i.ctx.Done())
-	var wg sync.WaitGroup
 	for _, c := range cs {
-		wg.Go(func() {
+		i.running.Go(func() {
 			if err := c.Run(i.ctx, workers); err != nil {
 				i.env.T.Errorf("controller %s: %v", c.Name(), err)
 			}
 		})
 	}
-	go func() { wg.Wait(); close(i.done) }()
-	i.env.T.Cleanup(i.Stop)
+	i.startOnce.Do(func() {
+		i.Deps.Informers.Start(i.ctx.Done())
+		i.env.T.Cleanup(i.Stop)
+	})
 }
 
 // Stop ends the instance and waits until every controller returned.
 func (i *Instance) Stop() {
-	i.once.Do(func() {
+	i.stopOnce.Do(func() {
 		i.cancel()
-		if i.started {
-			<-i.done
-		}
+		i.running.Wait()
 		i.Deps.Informers.Shutdown()
 		i.stopEvents()
 	})

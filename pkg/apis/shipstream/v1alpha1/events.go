@@ -46,7 +46,7 @@ const (
 	EventClientSessionsEvicted = "ClientSessionsEvicted"
 )
 
-// Event reasons of planned failover admission (names kept by v1.7.0).
+// Event reasons of planned failover admission .
 const (
 	// EventPlannedFailoverRejected (Warning): the request cannot run at all
 	// (bad annotation, invalid target, cooldown with onCooldown=Reject).
@@ -164,7 +164,7 @@ const (
 	// site lacks.
 	EventDivergentTransactionsDetected = "DivergentTransactionsDetected"
 	// EventOldPrimaryRecovered (Normal): an old primary's divergence record
-	// cleared (v1.7.0 name of RecoveryComplete).
+	// cleared.
 	EventOldPrimaryRecovered = "OldPrimaryRecovered"
 )
 

@@ -133,10 +133,31 @@ type operatorRun struct {
 // stop (or test cleanup).
 func (e *env) startOperator(tweak ...func(*topologymanager.Options)) *operatorRun {
 	e.t.Helper()
-	op := e.kubeenv.NewInstance()
+	return startOperatorOn([]*env{e}, 2, 2, tweak...)
+}
+
+// startOperatorOn runs one operator instance over the namespaces of envs
+// (the first env's test owns it), with the given workers on the objects
+// queue and on the topology queue.
+func startOperatorOn(envs []*env, objectWorkers, topologyWorkers int, tweak ...func(*topologymanager.Options)) *operatorRun {
+	e := envs[0]
+	e.t.Helper()
+	var others []*kubeenv.Env
+	var entries []devsitemap.Entry
+	for _, o := range envs {
+		if o != e {
+			others = append(others, o.kubeenv)
+		}
+		entries = append(entries, o.addrs.Entries()...)
+	}
+	addrs, err := devsitemap.New(entries...)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	op := e.kubeenv.NewInstance(others...)
 	reg := prometheus.NewRegistry()
 	mo := topologymanager.Options{
-		Resolver: e.addrs, StatementTimeout: 2 * time.Second, CloneRetryDelay: 2 * time.Second,
+		Resolver: addrs, StatementTimeout: 2 * time.Second, CloneRetryDelay: 2 * time.Second,
 		StatusRefresh: 5 * time.Second, Metrics: topologymanager.NewMetrics(reg),
 	}
 	for _, f := range tweak {
@@ -152,11 +173,14 @@ func (e *env) startOperator(tweak ...func(*topologymanager.Options)) *operatorRu
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	op.Start(2, objects, manager)
+	op.Start(objectWorkers, objects)
+	op.Start(topologyWorkers, manager)
 	// At cleanup the groups are deleted while this operator still runs, so
 	// its finalizer is released; then it stops.
 	e.t.Cleanup(func() {
-		e.deleteGroups()
+		for _, o := range envs {
+			o.deleteGroups()
+		}
 		op.Stop()
 	})
 	return &operatorRun{stop: op.Stop, kill: op.Kill, metrics: reg, informers: op.Deps.Informers}
