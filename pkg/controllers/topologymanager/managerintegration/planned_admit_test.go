@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/shipstream/bloodraven/pkg/apis/shipstream/v1alpha1"
 	"github.com/shipstream/bloodraven/pkg/controllers/topologymanager"
@@ -40,12 +41,10 @@ func admitterEnv(t *testing.T) (*env, *topologymanager.PlannedAdmitter, *leasest
 
 func (e *env) annotatePlanned(value string) *v1alpha1.MysqlFailoverGroup {
 	e.t.Helper()
-	g := e.get()
-	if g.Annotations == nil {
-		g.Annotations = map[string]string{}
-	}
-	g.Annotations[topology.AnnotationPlannedFailover] = value
-	out, err := e.ship.ShipstreamV1alpha1().MysqlFailoverGroups(e.ns).Update(context.Background(), g, metav1.UpdateOptions{})
+	// A merge patch, as `kubectl annotate` sends: the operator's status
+	// writes must not make the request fail.
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, topology.AnnotationPlannedFailover, value)
+	out, err := e.ship.ShipstreamV1alpha1().MysqlFailoverGroups(e.ns).Patch(context.Background(), groupName, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
 	if err != nil {
 		e.t.Fatal(err)
 	}
