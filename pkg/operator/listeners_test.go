@@ -155,7 +155,7 @@ func testConfig(t *testing.T) Config {
 		MetricsAddr:    "127.0.0.1:0", ProbeAddr: "127.0.0.1:0", AuxiliaryAddr: "127.0.0.1:0", EscrowTLSAddr: "127.0.0.1:0",
 		TLSCertFile: filepath.Join(vol.root, "tls.crt"), TLSKeyFile: filepath.Join(vol.root, "tls.key"),
 		DeployAPIEnabled: true, DeployAPIAudience: "bloodraven-deploy", SidecarImage: "s:1",
-		LogLevel: "info", Workers: 1, ShutdownGracePeriod: 5 * time.Second,
+		LogLevel: "info", Workers: 1, TopologyWorkers: 1, ShutdownGracePeriod: 5 * time.Second,
 	}
 }
 

@@ -55,7 +55,7 @@ func startOperator(t *testing.T, ns string, before ...func(*operator.Process)) *
 		LeaderElection: operator.LeaderElectionConfig{Namespace: ns, Name: "bloodraven-leader", Identity: "test",
 			LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: time.Second},
 		MetricsAddr: "127.0.0.1:0", ProbeAddr: "127.0.0.1:0", AuxiliaryAddr: "127.0.0.1:0",
-		SidecarImage: "sidecar:test", LogLevel: "info", Workers: 2, ShutdownGracePeriod: 10 * time.Second,
+		SidecarImage: "sidecar:test", LogLevel: "info", Workers: 2, TopologyWorkers: 2, ShutdownGracePeriod: 10 * time.Second,
 	}
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
