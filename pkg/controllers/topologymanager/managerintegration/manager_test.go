@@ -23,7 +23,23 @@ func TestBootstrapToReady(t *testing.T) {
 	op := e.startOperator()
 	e.create(e.group(threeSites))
 
-	g := e.waitCondition(v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonHealthy)
+	e.waitCondition(v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonHealthy)
+	// A reader's replication does not count for Ready, so its receiver may
+	// still be connecting when Ready turns True: wait until both followers
+	// report Running, then check everything on that one status.
+	var g *v1alpha1.MysqlFailoverGroup
+	eventually(t, waitFor, "both followers replicating", func() error {
+		g = e.get()
+		for _, name := range []string{"pdx", "reader"} {
+			if st := site(g, name); st == nil || st.Replication != v1alpha1.ReplicationRunning {
+				return fmt.Errorf("site %s: %+v", name, st)
+			}
+		}
+		return nil
+	})
+	if c := condition(g, v1alpha1.ConditionReady); c == nil || c.Status != metav1.ConditionTrue {
+		t.Fatalf("Ready %+v once the followers replicate", c)
+	}
 	if g.Status.ActiveSite != "iad" || g.Status.TopologyGeneration != 1 || g.Status.Transition != nil {
 		t.Fatalf("status: active %q generation %d transition %+v", g.Status.ActiveSite, g.Status.TopologyGeneration, g.Status.Transition)
 	}
