@@ -265,7 +265,9 @@ func notLeaderRecords(o *operatorProc) int {
 
 func assertServing(t *testing.T, o *operatorProc) {
 	t.Helper()
-	waitUntil(t, o.identity+" ready", 30*time.Second, func() bool {
+	// Generous: on a loaded 2-core machine (CI runs packages in parallel)
+	// the informers' first lists of a fresh process can take a while.
+	waitUntil(t, o.identity+" ready", 90*time.Second, func() bool {
 		code, _, err := get(plain, "http://"+o.probe+"/readyz")
 		return err == nil && code == 200
 	})

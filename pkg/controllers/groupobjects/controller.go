@@ -13,13 +13,14 @@
 package groupobjects
 
 import (
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"log/slog"
 	"sort"
 	"sync"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/uuid"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -104,7 +105,7 @@ func New(d operator.Deps, opts Options) (*Controller, error) {
 		c.now = time.Now
 	}
 	if c.newID == nil {
-		c.newID = newUUID
+		c.newID = newRunID
 	}
 	loop, err := controller.New(controller.Options{
 		Name: QueueName, Reconcile: c.reconcile, MetricsProvider: d.WorkqueueMetrics(), Logger: log,
@@ -221,14 +222,6 @@ func (c *Controller) allGroups() []*v1alpha1.MysqlFailoverGroup {
 	return out
 }
 
-func newUUID() string {
-	b := make([]byte, 16)
-	_, _ = rand.Read(b)
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:])
-}
-
 // sooner returns the shorter positive delay (0 means none).
 func sooner(a, b time.Duration) time.Duration {
 	switch {
@@ -240,3 +233,6 @@ func sooner(a, b time.Duration) time.Duration {
 		return min(a, b)
 	}
 }
+
+// newRunID is a fresh random (version 4) UUID for a transition or run id.
+func newRunID() string { return string(uuid.NewUUID()) }

@@ -9,11 +9,12 @@ package topologymanager
 
 import (
 	"context"
-	"crypto/rand"
 	"fmt"
 	"log/slog"
 	"sync"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/uuid"
 
 	"k8s.io/client-go/tools/cache"
 
@@ -136,7 +137,7 @@ func newManager(c *Controller, opts Options) (*Manager, error) {
 		opts.Now = time.Now
 	}
 	if opts.NewID == nil {
-		opts.NewID = newUUID
+		opts.NewID = newRunID
 	}
 	if opts.Credentials == nil {
 		src, err := newSecretCredentials(c)
@@ -152,14 +153,6 @@ func newManager(c *Controller, opts Options) (*Manager, error) {
 	m.admitter = &PlannedAdmitter{Ship: c.ship, Holds: opts.Holds, Recorder: c.recorder, Now: opts.Now, NewRunID: opts.NewID}
 	m.tracker = observe.NewTracker[Sample](opts.Metrics.observePoll)
 	return m, nil
-}
-
-func newUUID() string {
-	b := make([]byte, 16)
-	_, _ = rand.Read(b)
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:])
 }
 
 func groupKey(g *v1alpha1.MysqlFailoverGroup) string { return g.Namespace + "/" + g.Name }
@@ -505,3 +498,6 @@ func (p *mpass) enqueue() {
 func siteKey(g *v1alpha1.MysqlFailoverGroup, site string) siteaddr.SiteKey {
 	return siteaddr.SiteKey{Namespace: g.Namespace, Group: g.Name, Site: site}
 }
+
+// newRunID is a fresh random (version 4) UUID for a transition or run id.
+func newRunID() string { return string(uuid.NewUUID()) }
