@@ -172,3 +172,8 @@ func encode(v any) string {
 	}
 	return string(b)
 }
+
+// RevokeAnnotation on a MysqlFailoverGroup revokes all its deployment leases
+// (any value); the deploy-lease controller (pkg/controllers/leaserevocation)
+// removes it once the revocation is persisted.
+const RevokeAnnotation = "bloodraven.shipstream.io/revoke-deployment-leases"

@@ -33,9 +33,8 @@ import (
 	"github.com/shipstream/bloodraven/pkg/operator"
 )
 
-// RevokeAnnotation on a MysqlFailoverGroup revokes all its deployment leases
-// (any value); the controller removes it once the revocation is persisted.
-const RevokeAnnotation = "bloodraven.shipstream.io/revoke-deployment-leases"
+// RevokeAnnotation: see leasestore.RevokeAnnotation.
+const RevokeAnnotation = leasestore.RevokeAnnotation
 
 // QueueName is the workqueue's name.
 const QueueName = "deploy-lease"
