@@ -5,6 +5,8 @@ package scenarios
 import (
 	"context"
 	"fmt"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/shipstream/bloodraven/e2e/framework"
 	"github.com/shipstream/bloodraven/pkg/apis/shipstream/v1alpha1"
 )
 
@@ -19,7 +22,8 @@ import (
 // with its own server UUID, as a mistaken direct write would be) is
 // reported: Degraded=True/DivergentTransactions and the follower's
 // divergentGtid names it. The operator on call then follows
-// docs/runbooks/reclone.md with kubectl: the interlock annotation makes
+// docs/runbooks/reclone.md with the built kubectl plugin: `status` shows the
+// divergence, `reclone --yes` writes the interlock annotation, which makes
 // the operator record the discarded set and clone the follower from the
 // active site, after which the group is healthy again.
 func TestErrantTransactionBlocksThenRecloneHeals(t *testing.T) {
@@ -46,14 +50,14 @@ func TestErrantTransactionBlocksThenRecloneHeals(t *testing.T) {
 		return ""
 	})
 
-	// The runbook's interlock value: <site>:confirm=<group>:uid=<uid>:gtidPrefix=<prefix>.
+	// The runbook's steps, with the plugin `make build` put in bin/.
 	g = group(t)
 	divergent := siteStatus(g, follower.Name).DivergentGTID
-	value := fmt.Sprintf("%s:confirm=%s:uid=%s:gtidPrefix=%s", follower.Name, g.Name, g.UID, plan.ServerUUID[:8])
-	ctx := context.Background()
-	if out, errOut, err := pg.CP.Kubectl(ctx, "annotate", "mfg", pg.Group, "-n", pg.Namespace, "bloodraven.shipstream.io/reclone-site="+value); err != nil {
-		t.Fatalf("kubectl annotate: %v: %s %s", err, out, errOut)
+	if out := plugin(t, "status", pg.Group); !strings.Contains(out, "DIVERGENCE") || !strings.Contains(out, follower.Name) {
+		t.Fatalf("kubectl bloodraven status does not show %s's divergence:\n%s", follower.Name, out)
 	}
+	out := plugin(t, "reclone", pg.Group, follower.Name, "--yes")
+	t.Logf("kubectl bloodraven reclone:\n%s", out)
 
 	eventually(t, 2*time.Minute, func() string {
 		g := group(t)
@@ -89,4 +93,18 @@ func TestErrantTransactionBlocksThenRecloneHeals(t *testing.T) {
 	if record.DiscardedGTID != divergent {
 		t.Errorf("recorded discarded set %q, want the reported divergent set %q", record.DiscardedGTID, divergent)
 	}
+}
+
+// plugin runs bin/kubectl-bloodraven against the playground and returns its
+// output, failing the test when it fails.
+func plugin(t *testing.T, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	args = append(args, "--kubeconfig", pg.CP.KubeconfigPath, "-n", pg.Namespace)
+	out, err := exec.CommandContext(ctx, filepath.Join(framework.BinDir(), "kubectl-bloodraven"), args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("kubectl bloodraven %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
 }
