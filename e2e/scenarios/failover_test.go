@@ -163,13 +163,22 @@ func TestPrimaryCrashFailsOver(t *testing.T) {
 
 // The operator is SIGKILLed while a failover is in flight and started
 // again: the recorded intent is finished exactly once (one generation step,
-// one lastFailover).
+// one lastFailover), and a migration running under bloodraven-deploy is
+// stopped before its last confirmed lease expiry.
 func TestOperatorKilledMidFailoverCompletesOnce(t *testing.T) {
 	requireReady(t)
 	waitCooldown(t)
 	g := group(t)
 	from, gen := g.Status.ActiveSite, g.Status.TopologyGeneration
 	l := startLoad(t)
+	// A migration runs under the deploy-lease client through all of it.
+	migration := startDeployClient(t, 24*time.Second, "sleep", "600")
+	eventually(t, 30*time.Second, func() string {
+		if len(migration.records("command started")) == 0 {
+			return "the migration command has not started"
+		}
+		return ""
+	})
 	crashAt := time.Now()
 	fault(t, from, "crash")
 	t.Cleanup(func() { restartIfDown(from) })
@@ -190,6 +199,10 @@ func TestOperatorKilledMidFailoverCompletesOnce(t *testing.T) {
 	if g.Status.TopologyGeneration != gen+1 || g.Status.Transition != nil {
 		t.Fatalf("after the resumed failover: topologyGeneration %d (was %d), transition %+v", g.Status.TopologyGeneration, gen, g.Status.Transition)
 	}
+	// The migration lost its authority (the topology changed, or renewals
+	// went unconfirmed while the operator was down or the group unstable)
+	// and its command was stopped in time.
+	migration.checkStoppedInTime(t, migration.wait(t, 90*time.Second))
 	l.reachedNewPrimary(t, crashAt, to)
 	l.bringBack(t, from, to, func() { fault(t, from, "restart") })
 	// Settled: nothing moves any more.

@@ -1,0 +1,171 @@
+//go:build e2e
+
+package scenarios
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/shipstream/bloodraven/e2e/framework"
+)
+
+// deployRun is one bloodraven-deploy process against the playground.
+type deployRun struct {
+	cmd    *exec.Cmd
+	out    bytes.Buffer
+	mu     sync.Mutex
+	done   chan struct{}
+	code   int
+	waited error
+}
+
+// startDeployClient runs bin/bloodraven-deploy with a fresh ServiceAccount
+// token file, as a deploy job would, around command.
+func startDeployClient(t *testing.T, ttl time.Duration, command ...string) *deployRun {
+	t.Helper()
+	dir := t.TempDir()
+	tokenFile := filepath.Join(dir, "token")
+	if err := os.WriteFile(tokenFile, []byte(token(t)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"run", "--url", pg.DeployURL, "--ca-file", pg.CAFile, "--token-file", tokenFile,
+		"--group", pg.Group, "--instance", pg.Database, "--ttl", ttl.String(),
+		"--outcome-file", filepath.Join(dir, "outcome.json"), "--"}
+	r := &deployRun{done: make(chan struct{})}
+	r.cmd = exec.Command(filepath.Join(framework.BinDir(), "bloodraven-deploy"), append(args, command...)...)
+	r.cmd.Stdout, r.cmd.Stderr = &r.out, &r.out
+	if err := r.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		defer close(r.done)
+		err := r.cmd.Wait()
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		r.waited, r.code = err, r.cmd.ProcessState.ExitCode()
+	}()
+	t.Cleanup(func() {
+		select {
+		case <-r.done:
+		default:
+			_ = r.cmd.Process.Kill() // this test's own child, by PID
+			<-r.done
+		}
+		if t.Failed() {
+			t.Logf("bloodraven-deploy output:\n%s", r.out.String())
+		}
+	})
+	return r
+}
+
+// wait returns the client's exit code once it ended, failing after timeout.
+func (r *deployRun) wait(t *testing.T, timeout time.Duration) int {
+	t.Helper()
+	select {
+	case <-r.done:
+	case <-time.After(timeout):
+		t.Fatalf("bloodraven-deploy still running after %s:\n%s", timeout, r.out.String())
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var exit *exec.ExitError
+	if r.waited != nil && !errors.As(r.waited, &exit) {
+		t.Fatalf("bloodraven-deploy: %v", r.waited)
+	}
+	return r.code
+}
+
+// records are the client's JSON log lines with the given message.
+func (r *deployRun) records(msg string) []map[string]any {
+	var out []map[string]any
+	sc := bufio.NewScanner(strings.NewReader(r.out.String()))
+	for sc.Scan() {
+		var rec map[string]any
+		if json.Unmarshal(sc.Bytes(), &rec) == nil && rec["msg"] == msg {
+			out = append(out, rec)
+		}
+	}
+	return out
+}
+
+// recordTime reads a record's time (or a timestamp field of it).
+func recordTime(t *testing.T, rec map[string]any, key string) time.Time {
+	t.Helper()
+	s, _ := rec[key].(string)
+	at, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		t.Fatalf("record %v: %s is not a time: %v", rec, key, err)
+	}
+	return at
+}
+
+// lastConfirmedExpiry is the earliest, over both leases, of the last
+// expiry the operator stored and confirmed to the client: past it the
+// command has no authority, by the operator's own clock.
+func (r *deployRun) lastConfirmedExpiry(t *testing.T) time.Time {
+	t.Helper()
+	last := map[string]time.Time{}
+	for _, msg := range []string{"lease granted", "lease renewed"} {
+		for _, rec := range r.records(msg) {
+			kind, _ := rec["kind"].(string)
+			if at := recordTime(t, rec, "expiresAt"); at.After(last[kind]) {
+				last[kind] = at
+			}
+		}
+	}
+	if len(last) != 2 {
+		t.Fatalf("expected grants of both leases, got %v:\n%s", last, r.out.String())
+	}
+	var earliest time.Time
+	for _, at := range last {
+		if earliest.IsZero() || at.Before(earliest) {
+			earliest = at
+		}
+	}
+	return earliest
+}
+
+// A migration under the client runs to its end: exit 0, the outcome is
+// recorded, and both leases are released (a second run gets the mutex at
+// once).
+func TestDeployClientRunsAMigrationToTheEnd(t *testing.T) {
+	requireReady(t)
+	for i := range 2 {
+		r := startDeployClient(t, 24*time.Second, "sh", "-c", "sleep 1")
+		if code := r.wait(t, time.Minute); code != 0 {
+			t.Fatalf("run %d: exit %d, want 0:\n%s", i, code, r.out.String())
+		}
+		if len(r.records("outcome recorded")) != 1 || len(r.records("lease released")) != 2 {
+			t.Fatalf("run %d: want one outcome recorded and two releases:\n%s", i, r.out.String())
+		}
+	}
+}
+
+// checkStoppedInTime: the client ended for lost authority or a deadline,
+// and its command was gone before the operator's last confirmed expiry.
+func (r *deployRun) checkStoppedInTime(t *testing.T, code int) {
+	t.Helper()
+	const topologyChanged, deadlineReached = 4, 7
+	if code != topologyChanged && code != deadlineReached {
+		t.Fatalf("exit %d, want %d (TopologyChanged) or %d (DeadlineReached):\n%s", code, topologyChanged, deadlineReached, r.out.String())
+	}
+	exited := r.records("command exited")
+	if len(exited) != 1 {
+		t.Fatalf("want one command exit record:\n%s", r.out.String())
+	}
+	end, expiry := recordTime(t, exited[0], "time"), r.lastConfirmedExpiry(t)
+	if !end.Before(expiry) {
+		t.Fatalf("the command ended at %s, after the last confirmed expiry %s", end, expiry)
+	}
+	t.Logf("bloodraven-deploy exit %d; the command ended %s before the last confirmed expiry",
+		code, expiry.Sub(end).Round(time.Millisecond))
+}
