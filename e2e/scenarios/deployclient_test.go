@@ -5,6 +5,7 @@ package scenarios
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"os"
@@ -20,12 +21,13 @@ import (
 
 // deployRun is one bloodraven-deploy process against the playground.
 type deployRun struct {
-	cmd    *exec.Cmd
-	out    bytes.Buffer
-	mu     sync.Mutex
-	done   chan struct{}
-	code   int
-	waited error
+	cmd       *exec.Cmd
+	tokenFile string
+	out       bytes.Buffer
+	mu        sync.Mutex
+	done      chan struct{}
+	code      int
+	waited    error
 }
 
 // startDeployClient runs bin/bloodraven-deploy with a fresh ServiceAccount
@@ -40,7 +42,7 @@ func startDeployClient(t *testing.T, ttl time.Duration, command ...string) *depl
 	args := []string{"run", "--url", pg.DeployURL, "--ca-file", pg.CAFile, "--token-file", tokenFile,
 		"--group", pg.Group, "--instance", pg.Database, "--ttl", ttl.String(),
 		"--outcome-file", filepath.Join(dir, "outcome.json"), "--"}
-	r := &deployRun{done: make(chan struct{})}
+	r := &deployRun{done: make(chan struct{}), tokenFile: tokenFile}
 	r.cmd = exec.Command(filepath.Join(framework.BinDir(), "bloodraven-deploy"), append(args, command...)...)
 	r.cmd.Stdout, r.cmd.Stderr = &r.out, &r.out
 	if err := r.cmd.Start(); err != nil {
@@ -168,4 +170,66 @@ func (r *deployRun) checkStoppedInTime(t *testing.T, code int) {
 	}
 	t.Logf("bloodraven-deploy exit %d; the command ended %s before the last confirmed expiry",
 		code, expiry.Sub(end).Round(time.Millisecond))
+}
+
+// The operator is killed and started again in the middle of a migration,
+// within the lease's TTL, and the token file is replaced by a fresh token
+// meanwhile: renewals resume with the new token and the migration runs to
+// its end.
+func TestDeployClientSurvivesAnOperatorRestartAndATokenRotation(t *testing.T) {
+	requireReady(t)
+	r := startDeployClient(t, 45*time.Second, "sleep", "25")
+	eventually(t, 30*time.Second, func() string {
+		if len(r.records("command started")) == 0 {
+			return "the migration command has not started"
+		}
+		return ""
+	})
+	if err := os.WriteFile(r.tokenFile+".new", []byte(token(t)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(r.tokenFile+".new", r.tokenFile); err != nil { // atomic, as the kubelet swaps it
+		t.Fatal(err)
+	}
+	if err := pg.KillOperator(); err != nil {
+		t.Fatal(err)
+	}
+	if err := pg.StartOperator(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if code := r.wait(t, 2*time.Minute); code != 0 {
+		t.Fatalf("exit %d, want 0 (the restart and the rotation stayed within the TTL):\n%s", code, r.out.String())
+	}
+	renewedAfterRestart := 0
+	for _, rec := range r.records("lease renewed") {
+		if recordTime(t, rec, "time").After(recordTime(t, r.records("command started")[0], "time").Add(5 * time.Second)) {
+			renewedAfterRestart++
+		}
+	}
+	if renewedAfterRestart == 0 {
+		t.Fatalf("no renewal confirmed after the restart:\n%s", r.out.String())
+	}
+}
+
+// The operator stays away longer than the TTL: no renewal is confirmed, so
+// the client stops the command before the last confirmed expiry and exits
+// DeadlineReached.
+func TestDeployClientStopsTheCommandWhenTheOperatorStaysAway(t *testing.T) {
+	requireReady(t)
+	r := startDeployClient(t, 24*time.Second, "sleep", "600")
+	eventually(t, 30*time.Second, func() string {
+		if len(r.records("command started")) == 0 {
+			return "the migration command has not started"
+		}
+		return ""
+	})
+	if err := pg.KillOperator(); err != nil {
+		t.Fatal(err)
+	}
+	code := r.wait(t, time.Minute)
+	if err := pg.StartOperator(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	r.checkStoppedInTime(t, code)
+	requireReady(t)
 }
