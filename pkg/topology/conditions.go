@@ -93,7 +93,7 @@ func (d *decider) siteHealth() {
 				who = "old primary"
 			}
 			d.degrade(v1alpha1.ReasonDivergentTransactions, "%s %s holds %d transactions site %s lacks: %s",
-				who, s.Name, st.DivergentTransactionCount, st.DivergenceComparedTo, st.DivergentGTID)
+				who, s.Name, st.DivergentTransactionCount, st.DivergenceComparedTo, GTIDPhrase(st.DivergentGTID))
 		}
 		if active == "" || s.Name == active || d.out.Status.Transition != nil {
 			continue
@@ -235,7 +235,7 @@ func (d *decider) recoveryPending() {
 	var blocked []string
 	for _, s := range d.in.Sites {
 		if st := d.sites[s.Name]; st.RecoveryState == v1alpha1.RecoveryBlocked {
-			blocked = append(blocked, fmt.Sprintf("old primary %s holds %d transactions site %s lacks (%s)", s.Name, st.DivergentTransactionCount, st.DivergenceComparedTo, st.DivergentGTID))
+			blocked = append(blocked, fmt.Sprintf("old primary %s holds %d transactions site %s lacks (%s)", s.Name, st.DivergentTransactionCount, st.DivergenceComparedTo, GTIDPhrase(st.DivergentGTID)))
 		}
 	}
 	if len(blocked) > 0 {

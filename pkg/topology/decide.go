@@ -227,7 +227,7 @@ func (d *decider) continueBootstrap(t *v1alpha1.Transition) {
 			d.act(Action{Kind: Fence, Site: target, Why: "bootstrap target no longer holds every transaction"})
 		}
 		d.abortBootstrap(t, fmt.Sprintf("site %s no longer holds every transaction: other sites have %s it lacks",
-			target, others.Subtract(tv.Executed).OneLine()))
+			target, GTIDPhrase(others.Subtract(tv.Executed).OneLine())))
 		return
 	}
 	d.fenceWritable(target, fmt.Sprintf("bootstrap: site %s is the only writable site", target))
@@ -298,7 +298,7 @@ func (d *decider) reassert(active string, av *Observed) {
 			}
 		}
 		if !extra.IsEmpty() {
-			missing = append(missing, fmt.Sprintf("%s has %s", s.Name, extra.OneLine()))
+			missing = append(missing, fmt.Sprintf("%s has %s", s.Name, GTIDPhrase(extra.OneLine())))
 		}
 	}
 	if len(missing) > 0 {
@@ -353,14 +353,14 @@ func (d *decider) follower(s SiteSpec, active string, av *Observed) {
 		case needsClone:
 			st.SourceConvergenceState, st.SourceConvergenceReason = "Blocked", "GTIDDiverged"
 			msg := fmt.Sprintf("site %s cannot catch up from site %s's binary logs (purged) and holds %d transactions site %s lacks (%s): it is not cloned, so they are not destroyed; review them, then reclone with the interlock annotation",
-				s.Name, active, extra.Count(), active, extra.OneLine())
+				s.Name, active, extra.Count(), active, GTIDPhrase(extra.OneLine()))
 			st.Message = msg
 			if p := d.prevSite(s.Name); p == nil || p.SourceConvergenceReason != "GTIDDiverged" {
 				d.event(true, v1alpha1.EventCloneRefusedDivergentTransactions, "%s", msg)
 			}
 		case !srcOK:
 			st.SourceConvergenceState, st.SourceConvergenceReason = "Blocked", "GTIDDiverged"
-			st.Message = fmt.Sprintf("site %s holds %d transactions site %s lacks (%s) and replicates from %q: it is not repointed", s.Name, extra.Count(), active, extra.OneLine(), sourceOf(o))
+			st.Message = fmt.Sprintf("site %s holds %d transactions site %s lacks (%s) and %s: it is not repointed", s.Name, extra.Count(), active, GTIDPhrase(extra.OneLine()), replicatesFrom(o))
 		default:
 			st.SourceConvergenceState, st.SourceConvergenceReason = "Converged", "DirectSource"
 		}
@@ -385,7 +385,7 @@ func (d *decider) follower(s SiteSpec, active string, av *Observed) {
 			st.Message = "repoint failed: " + in.MutationError
 		}
 		d.act(Action{Kind: Repoint, Site: s.Name, SourceHost: want, SourcePort: SourcePort,
-			Why: fmt.Sprintf("site %s replicates from %q, not from the active site %s", s.Name, sourceOf(o), active)})
+			Why: repointWhy(s.Name, o, active)})
 		return
 	}
 	st.SourceConvergenceState, st.SourceConvergenceReason = "Converged", "DirectSource"
@@ -400,11 +400,37 @@ func (d *decider) follower(s SiteSpec, active string, av *Observed) {
 	}
 }
 
+// sourceOf is the follower's source as host:port; "" when it has none.
 func sourceOf(o *Observed) string {
-	if o.Replica == nil {
+	if o.Replica == nil || o.Replica.SourceHost == "" {
 		return ""
 	}
 	return fmt.Sprintf("%s:%d", o.Replica.SourceHost, o.Replica.SourcePort)
+}
+
+// replicatesFrom says where a follower replicates from; a follower with no
+// source says so rather than quoting an empty host.
+func replicatesFrom(o *Observed) string {
+	if src := sourceOf(o); src != "" {
+		return fmt.Sprintf("replicates from %q", src)
+	}
+	return "has no replication source"
+}
+
+func repointWhy(site string, o *Observed, active string) string {
+	if src := sourceOf(o); src != "" {
+		return fmt.Sprintf("site %s replicates from %q, not from the active site %s", site, src, active)
+	}
+	return fmt.Sprintf("site %s has no replication source; the active site is %s", site, active)
+}
+
+// GTIDPhrase renders a GTID set for a message: an empty set would leave
+// "promoted at" with nothing after it.
+func GTIDPhrase(set string) string {
+	if set == "" {
+		return "an empty GTID set"
+	}
+	return set
 }
 
 // cloneFollower handles a follower that cannot catch up from binary logs
@@ -455,7 +481,7 @@ func (d *decider) recordDivergence(s SiteSpec, st *v1alpha1.SiteStatus, extra gt
 			who = "old primary"
 		}
 		d.event(true, v1alpha1.EventDivergentTransactionsDetected, "%s %s holds %d transactions site %s lacks: %s",
-			who, s.Name, extra.Count(), active, set)
+			who, s.Name, extra.Count(), active, GTIDPhrase(set))
 	}
 	st.DivergentGTID, st.DivergentTransactionCount = set, int64(extra.Count())
 	st.DivergenceDetectedBy, st.DivergenceComparedTo = detector, active

@@ -133,7 +133,7 @@ func ChooseFailoverCandidate(cands []FailoverCandidate, g FailoverGuards) Failov
 	if len(best) == 0 {
 		var parts []string
 		for _, c := range pool {
-			parts = append(parts, fmt.Sprintf("%s has %s", c.Name, rank(c).OneLine()))
+			parts = append(parts, fmt.Sprintf("%s has %s", c.Name, GTIDPhrase(rank(c).OneLine())))
 		}
 		return FailoverChoice{Refusal: RefusalIncomparableCandidates, Message: fmt.Sprintf(
 			"no candidate holds every other candidate's transactions (%s): none is promoted automatically", strings.Join(parts, "; "))}
@@ -150,7 +150,7 @@ func ChooseFailoverCandidate(cands []FailoverCandidate, g FailoverGuards) Failov
 	case lose.Count() > g.MaxMissing && !overridden:
 		return FailoverChoice{Refusal: RefusalCandidateMissingTransactions, MayLose: lose, Message: fmt.Sprintf(
 			"the most advanced candidate %s lacks %d transactions seen committed on the old primary (%s; bound %d): not promoted automatically",
-			w.Name, lose.Count(), lose.OneLine(), g.MaxMissing)}
+			w.Name, lose.Count(), GTIDPhrase(lose.OneLine()), g.MaxMissing)}
 	}
 	if overridden {
 		choice.Message += " (promotion forced by the override)"

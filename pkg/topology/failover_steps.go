@@ -154,7 +154,7 @@ func (d *decider) startFailover(active string) bool {
 	now := metav1.NewTime(d.in.Now)
 	msg := choice.Message
 	if !choice.MayLose.IsEmpty() {
-		msg += fmt.Sprintf("; it lacks %d transactions seen on %s: %s", choice.MayLose.Count(), active, choice.MayLose.OneLine())
+		msg += fmt.Sprintf("; it lacks %d transactions seen on %s: %s", choice.MayLose.Count(), active, GTIDPhrase(choice.MayLose.OneLine()))
 	}
 	// No self-fence deadline yet: the old primary's sidecar keeps its lease
 	// for as long as the operator's /active-site confirms it, which it does
@@ -331,10 +331,10 @@ func (d *decider) finishFailover(t *v1alpha1.Transition, tv *Observed) {
 	}
 	lf := d.publish(t)
 	d.event(false, v1alpha1.EventFailoverSucceeded, "site %s is the active site (was %s); topologyGeneration is %d; promoted at %s",
-		target, src, t.TopologyGeneration, lf.PromotionGTIDExecuted)
+		target, src, t.TopologyGeneration, GTIDPhrase(lf.PromotionGTIDExecuted))
 	if lf.PossiblyLostGTID != "" {
 		d.event(true, v1alpha1.EventTransactionsPossiblyLost, "site %s lacks transactions the operator saw committed on %s before it failed: %s",
-			target, src, lf.PossiblyLostGTID)
+			target, src, GTIDPhrase(lf.PossiblyLostGTID))
 	}
 	d.steady(target)
 }
@@ -376,7 +376,7 @@ func (d *decider) oldPrimaryBackWithMore(t *v1alpha1.Transition, tv *Observed) b
 		return false
 	}
 	d.abandonFailover(t, fmt.Sprintf("%s answers again and holds %d transactions %s lacks (%s); it stays the active site",
-		t.SourceSite, lost.Count(), t.TargetSite, lost.OneLine()))
+		t.SourceSite, lost.Count(), t.TargetSite, GTIDPhrase(lost.OneLine())))
 	return true
 }
 
@@ -397,7 +397,7 @@ func (d *decider) overtaken(t *v1alpha1.Transition, tv *Observed) bool {
 		}
 		if more := withRetrieved(o).Subtract(have); !more.IsEmpty() {
 			d.abandonFailover(t, fmt.Sprintf("site %s now holds %d transactions %s lacks (%s); the candidate is chosen again",
-				s.Name, more.Count(), t.TargetSite, more.OneLine()))
+				s.Name, more.Count(), t.TargetSite, GTIDPhrase(more.OneLine())))
 			return true
 		}
 	}

@@ -42,7 +42,7 @@ func PlannedTargetStateOf(in Input, target string) PlannedTargetState {
 		}
 		if a, ok := in.Observed[active]; ok && a.Fresh && a.Last != nil {
 			if extra := divergentFrom(in.Namespace, in.Group, o.Last, a.Last, active); !extra.IsEmpty() {
-				s.Diverged = fmt.Sprintf("target site %s holds %d transactions the active site %s lacks (%s)", target, extra.Count(), active, extra.OneLine())
+				s.Diverged = fmt.Sprintf("target site %s holds %d transactions the active site %s lacks (%s)", target, extra.Count(), active, GTIDPhrase(extra.OneLine()))
 			}
 		}
 	}

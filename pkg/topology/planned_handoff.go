@@ -266,7 +266,7 @@ func (d *decider) targetCaughtUp(c *v1alpha1.PlannedFailoverStatus) (bool, strin
 		return false, fmt.Sprintf("target site %s is not replicating from %s", c.TargetSite, c.SourceSite)
 	}
 	if extra := d.divergentFrom(tv, sv, c.SourceSite); !extra.IsEmpty() {
-		return false, fmt.Sprintf("target site %s holds %d transactions %s lacks (%s)", c.TargetSite, extra.Count(), c.SourceSite, extra.OneLine())
+		return false, fmt.Sprintf("target site %s holds %d transactions %s lacks (%s)", c.TargetSite, extra.Count(), c.SourceSite, GTIDPhrase(extra.OneLine()))
 	}
 	lag := tv.Replica.SecondsBehindSource
 	if lag == nil || *lag > PlannedCaughtUpLagSeconds {
@@ -319,7 +319,7 @@ func (d *decider) continuePlanned(t *v1alpha1.Transition) {
 		}
 		d.act(Action{Kind: EvictSessions, Site: src, Why: fmt.Sprintf("planned failover %s: client sessions of the fenced source", t.ID)})
 		d.event(false, v1alpha1.EventPlannedFailoverDrainStarted, "planned failover %s: site %s is fenced at %s; waiting until site %s holds all of it",
-			t.ID, src, sv.Executed.OneLine(), target)
+			t.ID, src, GTIDPhrase(sv.Executed.OneLine()), target)
 		return
 	}
 	// Draining: the fenced source's set is final; the target must hold it.
@@ -373,7 +373,7 @@ func (d *decider) plannedPromote(t *v1alpha1.Transition, c *v1alpha1.PlannedFail
 		d.claimPhase(c, v1alpha1.PlannedFailoverPublishing)
 	}
 	d.event(false, v1alpha1.EventFailoverSucceeded, "site %s is the active site (was %s, %s handoff); topologyGeneration is %d; promoted at %s",
-		target, src, t.Kind, t.TopologyGeneration, lf.PromotionGTIDExecuted)
+		target, src, t.Kind, t.TopologyGeneration, GTIDPhrase(lf.PromotionGTIDExecuted))
 	d.steady(target)
 }
 

@@ -86,7 +86,7 @@ func (d *decider) reclone(active string, av *Observed) string {
 		d.event(false, v1alpha1.EventRecloneRequested, "site %s is recloned from the active site %s (it holds nothing site %s lacks)", site, active, active)
 	} else {
 		d.event(true, v1alpha1.EventRecloneRequested, "site %s is recloned from the active site %s: the clone discards its %d transactions site %s lacks: %s",
-			site, active, discard.Count(), active, discard.OneLine())
+			site, active, discard.Count(), active, GTIDPhrase(discard.OneLine()))
 	}
 	d.act(Action{Kind: Clone, Site: site, Donor: active, SourceHost: SourceHost(d.in.Namespace, d.in.Group, active), SourcePort: SourcePort,
 		Discard: discard, Why: fmt.Sprintf("reclone requested through the %s annotation", AnnotationRecloneSite)})
@@ -147,7 +147,7 @@ func (d *decider) validateReclone(rq *RecloneInput, active string, av *Observed)
 	switch {
 	case r.GTIDPrefix == "":
 		return "", gtid.Set{}, "", fmt.Errorf("site %s holds %d transactions site %s lacks (%s): the clone destroys them, so the value must add :gtidPrefix=<at least %d characters of one of their source UUIDs: %s>",
-			r.Site, extra.Count(), active, extra.OneLine(), MinGTIDPrefix, strings.Join(uuids, ", "))
+			r.Site, extra.Count(), active, GTIDPhrase(extra.OneLine()), MinGTIDPrefix, strings.Join(uuids, ", "))
 	case len(r.GTIDPrefix) < MinGTIDPrefix:
 		return "", gtid.Set{}, "", fmt.Errorf("gtidPrefix=%s is shorter than %d characters", r.GTIDPrefix, MinGTIDPrefix)
 	}

@@ -128,7 +128,7 @@ func ChooseBootstrapSite(cands []Candidate) BootstrapVerdict {
 	if a, b, ok := incomparablePair(cands); ok {
 		return BootstrapVerdict{Reason: v1alpha1.ReasonIncomparableGTIDSets, Message: fmt.Sprintf(
 			"sites %s and %s each hold transactions the other lacks (%s has %s that %s lacks; %s has %s that %s lacks): no site is made writable until a human decides which data to keep",
-			a.Name, b.Name, a.Name, a.Executed.Subtract(b.Executed).OneLine(), b.Name, b.Name, b.Executed.Subtract(a.Executed).OneLine(), a.Name)}
+			a.Name, b.Name, a.Name, GTIDPhrase(a.Executed.Subtract(b.Executed).OneLine()), b.Name, b.Name, GTIDPhrase(b.Executed.Subtract(a.Executed).OneLine()), a.Name)}
 	}
 	var ahead []string
 	for _, c := range cands {

@@ -356,8 +356,12 @@ func settle(in RolloutInput, out *Rollout, s SiteState) {
 		if s.PodRestarts > 0 {
 			msg += fmt.Sprintf(" and its containers restarted %d times", s.PodRestarts)
 		}
+		serving := ", the active site " + in.Active + " keeps serving"
+		if in.Active == "" {
+			serving = "" // no site to name: "the active site  keeps serving" reads badly
+		}
 		out.Stall = &Stall{Site: s.Name, Message: msg + "; the rollout waits until it has been Ready for " + RolloutStableFor.String() +
-			", the active site " + in.Active + " keeps serving and no other site rolls"}
+			serving + " and no other site rolls"}
 		out.wakeIn(stalledRecheck)
 	}
 }

@@ -244,7 +244,7 @@ func (p *mpass) startClone(ctx context.Context, a topology.Action) error {
 	if ok, extra := topology.CloneEligible(ro.GTIDExecuted, do.GTIDExecuted); !ok && !extra.IsSubsetOf(a.Discard) {
 		unrecorded := extra.Subtract(a.Discard)
 		p.recordf(corev1.EventTypeWarning, v1alpha1.EventCloneRefusedDivergentTransactions,
-			"site %s not cloned from %s: it holds %s that %s lacks and no reclone request recorded", a.Site, a.Donor, unrecorded.OneLine(), a.Donor)
+			"site %s not cloned from %s: it holds %s that %s lacks and no reclone request recorded", a.Site, a.Donor, topology.GTIDPhrase(unrecorded.OneLine()), a.Donor)
 		return fmt.Errorf("site %s holds transactions the donor %s lacks: not cloned", a.Site, a.Donor)
 	}
 	donorAddr := net.JoinHostPort(a.SourceHost, strconv.Itoa(a.SourcePort))
