@@ -90,6 +90,13 @@ func (a *app) runCommand(c *command, args []string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	if err := runFn(ctx, a, pos); err != nil {
+		var ee exitError
+		if errors.As(err, &ee) {
+			if ee.msg != "" {
+				fmt.Fprintln(a.errOut, ee.msg)
+			}
+			return ee.code
+		}
 		fmt.Fprintf(a.errOut, "error: %v\n", err)
 		var ue usageError
 		if errors.As(err, &ue) {
@@ -143,7 +150,7 @@ func lookup(name string) *command {
 }
 
 func commands() []*command {
-	return []*command{statusCommand(), recloneCommand(), plannedFailoverCommand(), revokeLeasesCommand(), clearHoldCommand(), completionCommand()}
+	return []*command{statusCommand(), recloneCommand(), plannedFailoverCommand(), revokeLeasesCommand(), clearHoldCommand(), gtidAuditCommand(), completionCommand()}
 }
 
 func (a *app) topUsage(w io.Writer) {
@@ -166,6 +173,7 @@ Examples:
   kubectl bloodraven status -n databases
   kubectl bloodraven status orders -n databases -o yaml
   kubectl bloodraven reclone orders pdx -n databases
+  kubectl bloodraven gtid-audit orders -n databases
 
 Run "kubectl bloodraven <command> --help" for a command's flags and examples.
 See docs/kubectl-plugin.md.

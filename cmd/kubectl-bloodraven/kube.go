@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/shipstream/bloodraven/generated/clientset/versioned"
@@ -39,6 +40,9 @@ type clients struct {
 	ns   string
 	ship versioned.Interface
 	kube kubernetes.Interface
+	// cfg is the resolved connection, for what the clientsets do not cover
+	// (gtid-audit's port-forward).
+	cfg *rest.Config
 }
 
 func (k *kubeFlags) clients() (*clients, error) {
@@ -59,7 +63,7 @@ func (k *kubeFlags) clients() (*clients, error) {
 		return nil, fmt.Errorf("kubeconfig namespace: %w", err)
 	}
 	cfg.UserAgent = "kubectl-bloodraven"
-	c := &clients{ns: ns}
+	c := &clients{ns: ns, cfg: cfg}
 	if c.ship, err = versioned.NewForConfig(cfg); err != nil {
 		return nil, err
 	}

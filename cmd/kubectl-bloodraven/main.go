@@ -1,6 +1,6 @@
 // Command kubectl-bloodraven is the kubectl plugin for Bloodraven failover
 // groups: `kubectl bloodraven status|reclone|planned-failover|
-// revoke-leases|clear-automatic-failover-hold`. It reads groups with the
+// revoke-leases|clear-automatic-failover-hold|gtid-audit`. It reads groups with the
 // generated clientset and asks for actions with the annotations the
 // operator handles (docs/kubectl-plugin.md). What it shows and the values it
 // writes are built in pkg/pluginview.

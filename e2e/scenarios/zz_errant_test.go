@@ -4,6 +4,7 @@ package scenarios
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os/exec"
 	"path/filepath"
@@ -28,6 +29,15 @@ import (
 // active site, after which the group is healthy again.
 func TestErrantTransactionBlocksThenRecloneHeals(t *testing.T) {
 	requireReady(t)
+	// An earlier scenario's failover may still be recovering its old
+	// primary; an errant write there would read as that primary's lost
+	// writes (and block it) rather than as a follower's divergence.
+	eventually(t, 2*time.Minute, func() string {
+		if c := meta.FindStatusCondition(group(t).Status.Conditions, v1alpha1.ConditionRecoveryPending); c != nil && c.Status == metav1.ConditionTrue {
+			return fmt.Sprintf("RecoveryPending is %+v", c)
+		}
+		return ""
+	})
 	g := group(t)
 	var follower v1alpha1.SiteSpec
 	for _, s := range g.Spec.Sites {
@@ -56,7 +66,14 @@ func TestErrantTransactionBlocksThenRecloneHeals(t *testing.T) {
 	if out := plugin(t, "status", pg.Group); !strings.Contains(out, "DIVERGENCE") || !strings.Contains(out, follower.Name) {
 		t.Fatalf("kubectl bloodraven status does not show %s's divergence:\n%s", follower.Name, out)
 	}
-	out := plugin(t, "reclone", pg.Group, follower.Name, "--yes")
+	// gtid-audit reads the servers themselves and must fail (exit 1, what
+	// an upgrade script gates on) naming the follower's divergent set.
+	out, code := pluginCode(t, "gtid-audit", pg.Group, "--dev-site-addresses", playgroundEnv(t, "BLOODRAVEN_DEV_SITE_ADDRESSES"))
+	t.Logf("kubectl bloodraven gtid-audit (exit %d):\n%s", code, out)
+	if code != 1 || !strings.Contains(out, follower.Name) || !strings.Contains(out, divergent) {
+		t.Fatalf("kubectl bloodraven gtid-audit: exit %d, want 1 naming %s's set %s:\n%s", code, follower.Name, divergent, out)
+	}
+	out = plugin(t, "reclone", pg.Group, follower.Name, "--yes")
 	t.Logf("kubectl bloodraven reclone:\n%s", out)
 
 	eventually(t, 2*time.Minute, func() string {
@@ -107,4 +124,39 @@ func plugin(t *testing.T, args ...string) string {
 		t.Fatalf("kubectl bloodraven %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
 	return string(out)
+}
+
+// pluginCode runs bin/kubectl-bloodraven like plugin but returns its exit
+// status instead of failing on a non-zero one (gtid-audit exits 1 when it
+// finds extra transactions).
+func pluginCode(t *testing.T, args ...string) (string, int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	args = append(args, "--kubeconfig", pg.CP.KubeconfigPath, "-n", pg.Namespace)
+	out, err := exec.CommandContext(ctx, filepath.Join(framework.BinDir(), "kubectl-bloodraven"), args...).CombinedOutput()
+	var exit *exec.ExitError
+	switch {
+	case errors.As(err, &exit):
+		return string(out), exit.ExitCode()
+	case err != nil:
+		t.Fatalf("kubectl bloodraven %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out), 0
+}
+
+// playgroundEnv reads one variable of the environment the playground
+// publishes (pkg/testbed/playground/info.go, EnvFile), for paths it keeps
+// unexported such as the development site-address map.
+func playgroundEnv(t *testing.T, name string) string {
+	t.Helper()
+	for _, line := range strings.Split(pg.EnvFile(), "\n") {
+		if v, ok := strings.CutPrefix(line, name+"="); ok {
+			// EnvFile quotes every value for a POSIX shell ('...', with
+			// ' written as '\'').
+			return strings.ReplaceAll(strings.TrimSuffix(strings.TrimPrefix(v, "'"), "'"), `'\''`, "'")
+		}
+	}
+	t.Fatalf("the playground's environment has no %s", name)
+	return ""
 }
