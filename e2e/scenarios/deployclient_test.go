@@ -8,6 +8,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -209,6 +211,7 @@ func TestDeployClientSurvivesAnOperatorRestartAndATokenRotation(t *testing.T) {
 	if renewedAfterRestart == 0 {
 		t.Fatalf("no renewal confirmed after the restart:\n%s", r.out.String())
 	}
+	waitLeading(t)
 }
 
 // The operator stays away longer than the TTL: no renewal is confirmed, so
@@ -230,6 +233,25 @@ func TestDeployClientStopsTheCommandWhenTheOperatorStaysAway(t *testing.T) {
 	if err := pg.StartOperator(context.Background()); err != nil {
 		t.Fatal(err)
 	}
+	waitLeading(t)
 	r.checkStoppedInTime(t, code)
 	requireReady(t)
+	// The client could not release its migration lease while the operator
+	// was gone, so the group's migration mutex stays taken until the lease
+	// expires plus the deploy API's 5 s clock-skew grace: wait that out, so
+	// the next scenario's migration is not refused with lease_held.
+	time.Sleep(time.Until(r.lastConfirmedExpiry(t).Add(6 * time.Second)))
+}
+
+// waitLeading waits until the restarted operator holds the Lease and serves
+// /deploy/v1 (before that it answers 503 not_leader), so the next scenario
+// starts on a leading operator.
+func waitLeading(t *testing.T) {
+	t.Helper()
+	eventually(t, time.Minute, func() string {
+		if r := call(t, token(t), http.MethodGet, "/groups/"+pg.Group, nil); r.code != http.StatusOK {
+			return fmt.Sprintf("GET group: %d %s", r.code, r.raw)
+		}
+		return ""
+	})
 }

@@ -126,8 +126,10 @@ func rejoined(t *testing.T, site string) v1alpha1.SiteStatus {
 }
 
 // The primary's mysqld crashes under write load: the group fails over to
-// the other PrimaryCandidate, DNS and the primary Service follow, leases
-// taken over HTTP are revoked with TopologyChanged, and the old primary
+// the other PrimaryCandidate, DNS and the primary Service follow, the
+// migration lease and failover hold of a migration running under
+// bloodraven-deploy are revoked with TopologyChanged (the client stops the
+// command and exits TopologyChanged), and the old primary
 // comes back fenced and rejoins (or is blocked, never silently rejoined,
 // if it holds acknowledged writes the new primary lacks).
 func TestPrimaryCrashFailsOver(t *testing.T) {
@@ -136,10 +138,16 @@ func TestPrimaryCrashFailsOver(t *testing.T) {
 	from := group(t).Status.ActiveSite
 	gen := group(t).Status.TopologyGeneration
 	l := startLoad(t)
-	tok := token(t)
-	op := newOperationID()
-	mig := grant(t, tok, "migration", op)
-	hold := grant(t, tok, "failover-hold", op)
+	// A migration with its failover hold, under the deploy-lease client,
+	// with a TTL long enough to outlast the failover: its first renewal
+	// after the publication finds both leases revoked (409 TopologyChanged).
+	migration := startDeployClient(t, 120*time.Second, "sleep", "600")
+	eventually(t, 30*time.Second, func() string {
+		if len(migration.records("command started")) == 0 {
+			return "the migration command has not started"
+		}
+		return ""
+	})
 
 	crashAt := time.Now()
 	fault(t, from, "crash")
@@ -150,12 +158,12 @@ func TestPrimaryCrashFailsOver(t *testing.T) {
 		t.Fatalf("after failover: topologyGeneration %d (was %d), lastFailover %+v", g.Status.TopologyGeneration, gen, g.Status.LastFailover)
 	}
 
-	for kind, lt := range map[string]string{"migration": mig, "failover-hold": hold} {
-		r := renew(t, tok, kind, op, lt)
-		if r.code != http.StatusConflict || r.str("error") != "revoked" || r.str("reason") != "TopologyChanged" {
-			t.Fatalf("renew %s after failover: %d %s", kind, r.code, r.raw)
-		}
+	const topologyChanged = 4
+	code := migration.wait(t, 90*time.Second)
+	if code != topologyChanged {
+		t.Fatalf("bloodraven-deploy exit %d, want %d (TopologyChanged):\n%s", code, topologyChanged, migration.out.String())
 	}
+	migration.checkStoppedInTime(t, code)
 
 	l.reachedNewPrimary(t, crashAt, to)
 	l.bringBack(t, from, to, func() { fault(t, from, "restart") })

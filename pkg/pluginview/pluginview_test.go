@@ -286,3 +286,28 @@ func TestClearHoldValue(t *testing.T) {
 		t.Errorf("value %q, %v", v, err)
 	}
 }
+
+// TestReclonePrefixSkipsTheActiveSitesOwnTail: when the active site's
+// gtidExecuted in status is older than the site's (status refreshes lag),
+// the difference also holds the active site's newest own transactions. The
+// prefix must never name the active site's own UUID, which the operator
+// never counts: with a record, a source both agree on; without one, the
+// difference without the active site's UUID.
+func TestReclonePrefixSkipsTheActiveSitesOwnTail(t *testing.T) {
+	for _, withRecord := range []bool{true, false} {
+		g := group()
+		g.Status.Sites[0].ServerUUID = uuidA // iad, the active site
+		sfo := &g.Status.Sites[2]
+		sfo.GTIDExecuted = uuidA + ":1-102," + uuidC + ":1-2"
+		if !withRecord {
+			sfo.DivergentGTID = ""
+		}
+		p, err := PlanReclone(g, "sfo")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasSuffix(p.Value, ":gtidPrefix="+uuidC) {
+			t.Errorf("record %v: value %q, want the prefix %s (not the active site's %s)", withRecord, p.Value, uuidC, uuidA)
+		}
+	}
+}

@@ -41,14 +41,39 @@ func PlanReclone(g *v1alpha1.MysqlFailoverGroup, site string) (ReclonePlan, erro
 	if ss := siteStatus(g, site); ss != nil {
 		p.DetectedBy = ss.DivergenceDetectedBy
 	}
-	// The operator matches gtidPrefix against what the site holds beyond
-	// the active site on its live observation, which the difference of the
-	// sets in status tracks more closely than the divergence record.
-	if beyond.IsEmpty() {
-		beyond = discard
-	}
-	p.Value = RecloneValue(g.Name, string(g.UID), site, beyond)
+	p.Value = RecloneValue(g.Name, string(g.UID), site, prefixSource(g, site, beyond, discard))
 	return p, nil
+}
+
+// prefixSource is the set whose first source UUID names the gtidPrefix. The
+// operator matches it against what the site holds beyond the active site on
+// its live observation. Both views in status can lag that: the divergence
+// record by a poll, the difference of the gtidExecuted sets by a status
+// refresh (and then it also holds the active site's newest own
+// transactions, which the operator never counts). So, in order: what both
+// agree on; the difference without the active site's own server UUID; the
+// record; whatever the clone discards.
+func prefixSource(g *v1alpha1.MysqlFailoverGroup, site string, beyond, discard gtid.Set) gtid.Set {
+	var rec gtid.Set
+	if ss := siteStatus(g, site); ss != nil && ss.DivergentGTID != "" {
+		rec, _ = gtid.Parse(ss.DivergentGTID) // discardSet already refused one that does not parse
+	}
+	if both := beyond.Intersect(rec); !both.IsEmpty() {
+		return both
+	}
+	if as := siteStatus(g, g.Status.ActiveSite); as != nil && as.ServerUUID != "" {
+		if own, err := gtid.Parse(strings.ToLower(as.ServerUUID) + ":1-9223372036854775806"); err == nil {
+			beyond = beyond.Subtract(own)
+		}
+	}
+	switch {
+	case !beyond.IsEmpty():
+		return beyond
+	case !rec.IsEmpty():
+		return rec
+	default:
+		return discard
+	}
 }
 
 // RecloneValue is "<site>:confirm=<group>:uid=<uid>", plus
