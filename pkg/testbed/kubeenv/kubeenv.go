@@ -11,6 +11,7 @@ import (
 	"sync"
 	"testing"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
 	kubeinformers "k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -19,6 +20,7 @@ import (
 	"github.com/shipstream/bloodraven/generated/clientset/versioned"
 	shipinformers "github.com/shipstream/bloodraven/generated/informers/externalversions"
 	"github.com/shipstream/bloodraven/pkg/eventrecorder"
+	"github.com/shipstream/bloodraven/pkg/messagecheck"
 	"github.com/shipstream/bloodraven/pkg/metrics"
 	"github.com/shipstream/bloodraven/pkg/operator"
 )
@@ -117,3 +119,43 @@ func (i *Instance) Stop() {
 // Kill only cancels the instance's context, as a process dying mid-step;
 // it is safe from inside a reconcile. Stop (or the test's end) waits.
 func (i *Instance) Kill() { i.cancel() }
+
+// messagesChecked holds the namespaces already checked: several cleanups of
+// one test would repeat the same findings.
+var messagesChecked sync.Map
+
+// CheckMessages fails the test on every condition message of the groups in
+// the namespace and every operator Event there that reads badly
+// (pkg/messagecheck): a dangling "at", an empty quoted value, a double
+// space. Call it once the test's own work is done, before its groups go.
+func (e *Env) CheckMessages() {
+	if _, done := messagesChecked.LoadOrStore(e.Namespace, true); done {
+		return
+	}
+	ctx := context.Background()
+	gs, err := e.Ship.ShipstreamV1alpha1().MysqlFailoverGroups(e.Namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		e.T.Errorf("message check: list groups: %v", err)
+	} else {
+		for _, g := range gs.Items {
+			for _, c := range g.Status.Conditions {
+				for _, p := range messagecheck.Problems(c.Message) {
+					e.T.Errorf("condition %s (%s) of MysqlFailoverGroup %s reads badly: %s: %q", c.Type, c.Reason, g.Name, p, c.Message)
+				}
+			}
+		}
+	}
+	evs, err := e.Kube.CoreV1().Events(e.Namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		e.T.Errorf("message check: list events: %v", err)
+		return
+	}
+	for _, ev := range evs.Items {
+		if ev.Source.Component != eventrecorder.Component {
+			continue // not a message the operator wrote
+		}
+		for _, p := range messagecheck.Problems(ev.Message) {
+			e.T.Errorf("Event %s on %s %s reads badly: %s: %q", ev.Reason, ev.InvolvedObject.Kind, ev.InvolvedObject.Name, p, ev.Message)
+		}
+	}
+}

@@ -11,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -29,8 +28,6 @@ import (
 	"github.com/shipstream/bloodraven/generated/clientset/versioned"
 	"github.com/shipstream/bloodraven/pkg/apis/shipstream/v1alpha1"
 	"github.com/shipstream/bloodraven/pkg/controllers/groupobjects"
-	"github.com/shipstream/bloodraven/pkg/eventrecorder"
-	"github.com/shipstream/bloodraven/pkg/messagecheck"
 	"github.com/shipstream/bloodraven/pkg/render"
 	"github.com/shipstream/bloodraven/pkg/testbed/kubeenv"
 )
@@ -45,11 +42,12 @@ const sidecarImage = "ghcr.io/shipstream/bloodraven-sidecar:1.7.0-test"
 
 // env is one test's namespace, clients and running controller.
 type env struct {
-	t    *testing.T
-	ns   string
-	kube kubernetes.Interface
-	ship versioned.Interface
-	dyn  dynamic.Interface
+	t       *testing.T
+	kubeenv *kubeenv.Env
+	ns      string
+	kube    kubernetes.Interface
+	ship    versioned.Interface
+	dyn     dynamic.Interface
 }
 
 func ctxFor(t *testing.T, d time.Duration) context.Context {
@@ -65,7 +63,7 @@ func ctxFor(t *testing.T, d time.Duration) context.Context {
 func newEnv(t *testing.T) *env {
 	t.Helper()
 	ke := kubeenv.New(t, cp)
-	e := &env{t: t, ns: ke.Namespace, kube: ke.Kube, ship: ke.Ship, dyn: ke.Dyn}
+	e := &env{t: t, kubeenv: ke, ns: ke.Namespace, kube: ke.Kube, ship: ke.Ship, dyn: ke.Dyn}
 	op := ke.NewInstance()
 	c, err := groupobjects.New(op.Deps, groupobjects.Options{SidecarImage: sidecarImage, DNSCRDRecheck: 500 * time.Millisecond})
 	if err != nil {
@@ -120,7 +118,7 @@ func (e *env) createGroup(g *v1alpha1.MysqlFailoverGroup) *v1alpha1.MysqlFailove
 		e.t.Fatalf("create group: %v", err)
 	}
 	e.t.Cleanup(func() {
-		e.checkMessages()
+		e.kubeenv.CheckMessages()
 		api := e.ship.ShipstreamV1alpha1().MysqlFailoverGroups(e.ns)
 		_ = api.Delete(context.Background(), g.Name, metav1.DeleteOptions{})
 		deadline := time.Now().Add(30 * time.Second)
@@ -132,45 +130,6 @@ func (e *env) createGroup(g *v1alpha1.MysqlFailoverGroup) *v1alpha1.MysqlFailove
 		}
 	})
 	return out
-}
-
-// messagesChecked holds the namespaces already checked: the last group's
-// cleanup runs first, after the test's own work; the others would repeat it.
-var messagesChecked sync.Map
-
-// checkMessages fails the test on every condition message of the groups
-// present and every operator Event in the namespace that reads badly
-// (pkg/messagecheck): a dangling "at", an empty quoted value, a double space.
-func (e *env) checkMessages() {
-	if _, done := messagesChecked.LoadOrStore(e.ns, true); done {
-		return
-	}
-	ctx := context.Background()
-	gs, err := e.ship.ShipstreamV1alpha1().MysqlFailoverGroups(e.ns).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		e.t.Errorf("message check: list groups: %v", err)
-	} else {
-		for _, g := range gs.Items {
-			for _, c := range g.Status.Conditions {
-				for _, p := range messagecheck.Problems(c.Message) {
-					e.t.Errorf("condition %s (%s) of MysqlFailoverGroup %s reads badly: %s: %q", c.Type, c.Reason, g.Name, p, c.Message)
-				}
-			}
-		}
-	}
-	evs, err := e.kube.CoreV1().Events(e.ns).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		e.t.Errorf("message check: list events: %v", err)
-		return
-	}
-	for _, ev := range evs.Items {
-		if ev.Source.Component != eventrecorder.Component {
-			continue // kube-controller-manager's, not the operator's
-		}
-		for _, p := range messagecheck.Problems(ev.Message) {
-			e.t.Errorf("Event %s on %s %s reads badly: %s: %q", ev.Reason, ev.InvolvedObject.Kind, ev.InvolvedObject.Name, p, ev.Message)
-		}
-	}
 }
 
 func (e *env) group(name string) *v1alpha1.MysqlFailoverGroup {

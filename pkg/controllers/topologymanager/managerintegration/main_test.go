@@ -27,8 +27,6 @@ import (
 	"github.com/shipstream/bloodraven/pkg/controllers/groupobjects"
 	"github.com/shipstream/bloodraven/pkg/controllers/topologymanager"
 	"github.com/shipstream/bloodraven/pkg/devsitemap"
-	"github.com/shipstream/bloodraven/pkg/eventrecorder"
-	"github.com/shipstream/bloodraven/pkg/messagecheck"
 	"github.com/shipstream/bloodraven/pkg/operator"
 	"github.com/shipstream/bloodraven/pkg/siteaddr"
 	"github.com/shipstream/bloodraven/pkg/testbed/kubeenv"
@@ -181,7 +179,7 @@ func startOperatorOn(envs []*env, objectWorkers, topologyWorkers int, tweak ...f
 	// its finalizer is released; then it stops.
 	e.t.Cleanup(func() {
 		for _, o := range envs {
-			o.checkMessages()
+			o.kubeenv.CheckMessages()
 			o.deleteGroups()
 		}
 		op.Stop()
@@ -220,45 +218,6 @@ func (e *env) create(g *v1alpha1.MysqlFailoverGroup) {
 		e.t.Fatalf("create group: %v", err)
 	}
 	e.created = append(e.created, g.Name)
-}
-
-// messagesChecked holds the namespaces already checked: the first cleanup
-// of a test runs last in it, and later ones would repeat its findings.
-var messagesChecked sync.Map
-
-// checkMessages fails the test on every condition message of the groups
-// present and every operator Event in the namespace that reads badly
-// (pkg/messagecheck): a dangling "at", an empty quoted value, a double space.
-func (e *env) checkMessages() {
-	if _, done := messagesChecked.LoadOrStore(e.ns, true); done {
-		return
-	}
-	ctx := context.Background()
-	gs, err := e.ship.ShipstreamV1alpha1().MysqlFailoverGroups(e.ns).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		e.t.Errorf("message check: list groups: %v", err)
-	} else {
-		for _, g := range gs.Items {
-			for _, c := range g.Status.Conditions {
-				for _, p := range messagecheck.Problems(c.Message) {
-					e.t.Errorf("condition %s (%s) of MysqlFailoverGroup %s reads badly: %s: %q", c.Type, c.Reason, g.Name, p, c.Message)
-				}
-			}
-		}
-	}
-	evs, err := e.kube.CoreV1().Events(e.ns).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		e.t.Errorf("message check: list events: %v", err)
-		return
-	}
-	for _, ev := range evs.Items {
-		if ev.Source.Component != eventrecorder.Component {
-			continue // not a message the operator wrote
-		}
-		for _, p := range messagecheck.Problems(ev.Message) {
-			e.t.Errorf("Event %s on %s %s reads badly: %s: %q", ev.Reason, ev.InvolvedObject.Kind, ev.InvolvedObject.Name, p, ev.Message)
-		}
-	}
 }
 
 // deleteGroups deletes the groups the test created and waits until they
