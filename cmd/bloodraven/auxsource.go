@@ -1,10 +1,7 @@
 package main
 
 import (
-	"cmp"
 	"fmt"
-	"maps"
-	"slices"
 
 	"k8s.io/apimachinery/pkg/labels"
 
@@ -49,10 +46,4 @@ func (s groupSource) Synced() bool {
 		}
 	}
 	return true
-}
-
-// sortedKeys gives a fixed factory order, so informers are requested the
-// same way on every start.
-func sortedKeys[V any](m map[string]V) []string {
-	return slices.SortedFunc(maps.Keys(m), cmp.Compare[string])
 }

@@ -126,7 +126,7 @@ func registerModules(p *operator.Process) error {
 // watched-namespace factory.
 func groupInformers(p *operator.Process) []shipv1alpha1.MysqlFailoverGroupInformer {
 	var groups []shipv1alpha1.MysqlFailoverGroupInformer
-	for _, ns := range sortedKeys(p.Informers.Shipstream) {
+	for _, ns := range p.Informers.Namespaces() {
 		groups = append(groups, p.Informers.Shipstream[ns].Shipstream().V1alpha1().MysqlFailoverGroups())
 	}
 	return groups

@@ -2,6 +2,7 @@ package operator
 
 import (
 	"context"
+	"sort"
 	"time"
 
 	kubeinformers "k8s.io/client-go/informers"
@@ -96,4 +97,16 @@ func (i *Informers) Shutdown() {
 	for _, f := range i.Kube {
 		f.Shutdown()
 	}
+}
+
+// Namespaces are the watched namespaces in a fixed order ("" alone when
+// the operator watches all), so controllers register their handlers in the
+// same order on every start.
+func (i *Informers) Namespaces() []string {
+	out := make([]string, 0, len(i.Shipstream))
+	for ns := range i.Shipstream {
+		out = append(out, ns)
+	}
+	sort.Strings(out)
+	return out
 }

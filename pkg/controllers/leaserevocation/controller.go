@@ -13,7 +13,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sort"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -69,7 +68,7 @@ func New(d operator.Deps, opts Options) (*Controller, error) {
 	}
 	c := &Controller{store: opts.Store, ship: d.Shipstream, recorder: d.Recorder, log: d.Logger(), now: opts.Now}
 	var groups []cache.SharedIndexInformer
-	for _, ns := range sortedKeys(d.Informers.Shipstream) {
+	for _, ns := range d.Informers.Namespaces() {
 		inf := d.Informers.Shipstream[ns].Shipstream().V1alpha1().MysqlFailoverGroups()
 		c.groups = append(c.groups, inf.Lister())
 		groups = append(groups, inf.Informer())
@@ -102,8 +101,8 @@ func New(d operator.Deps, opts Options) (*Controller, error) {
 			return nil, err
 		}
 	}
-	for _, ns := range sortedKeys(d.Informers.Kube) {
-		leases := d.Informers.Kube[ns].Coordination().V1().Leases().Informer()
+	for _, ns := range d.Informers.Namespaces() {
+		leases := d.Informers.KubeFor(ns).Coordination().V1().Leases().Informer()
 		if err := loop.Watch(leases, loop.EnqueueMapped(groupOfLease)); err != nil {
 			return nil, err
 		}
@@ -222,15 +221,4 @@ func (c *Controller) report(g *v1alpha1.MysqlFailoverGroup, revoked []leasestore
 		c.log.Info("deployment lease revoked", "namespace", g.Namespace, "group", g.Name, "kind", string(r.Kind),
 			"operationId", r.OperationID, "instance", r.Instance, "reason", string(reason))
 	}
-}
-
-// sortedKeys orders the namespace factories, so handlers register in the
-// same order on every start.
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
