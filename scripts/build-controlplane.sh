@@ -6,6 +6,8 @@
 #   kube-apiserver, kube-controller-manager, kube-scheduler, kubectl  (k8s.io/kubernetes, tools/controlplane)
 #   etcd                                                             (go.etcd.io/etcd/server/v3, tools/controlplane)
 #   kwok                                                             (sigs.k8s.io/kwok, pinned below)
+#   promtool                                                         (github.com/prometheus/prometheus, pinned below;
+#                                                                     tests the alerting rules of deploy/components/monitoring)
 #
 # Binaries land in $BIN_DIR (default: <repo>/bin, git-ignored). Each binary
 # has a stamp file recording the pinned version it was built from; a binary
@@ -16,6 +18,7 @@ set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 BIN_DIR=${BIN_DIR:-$repo/bin}
 KWOK_VERSION=v0.8.0
+PROMTOOL_VERSION=v0.316.0
 tools=$repo/tools/controlplane
 mkdir -p "$BIN_DIR"
 
@@ -32,6 +35,7 @@ pin() {
   case $1 in
     etcd) echo "etcd $etcd_version $go_version" ;;
     kwok) echo "kwok $KWOK_VERSION $go_version" ;;
+    promtool) echo "promtool $PROMTOOL_VERSION $go_version" ;;
     *) echo "$1 $k8s_version $go_version $(sha256sum "$tools/go.sum" | cut -c1-16)" ;;
   esac
 }
@@ -79,6 +83,13 @@ if up_to_date kwok; then
 else
   timed "kwok $KWOK_VERSION" env GOBIN="$BIN_DIR" go install -trimpath -ldflags "-s -w" "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION"
   stamp kwok
+fi
+
+if up_to_date promtool; then
+  log "promtool is up to date ($PROMTOOL_VERSION)"
+else
+  timed "promtool $PROMTOOL_VERSION" env GOBIN="$BIN_DIR" go install -trimpath -ldflags "-s -w" "github.com/prometheus/prometheus/cmd/promtool@$PROMTOOL_VERSION"
+  stamp promtool
 fi
 
 # kwok needs its stage definitions (fake node heartbeat, pod readiness); they

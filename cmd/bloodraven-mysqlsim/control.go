@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
+	"syscall"
 	"time"
 
 	"github.com/shipstream/bloodraven/pkg/testbed/mysqlsim"
@@ -26,7 +28,10 @@ func startControl(addr string, srv *mysqlsim.Server, log *slog.Logger) (func(), 
 	if err != nil {
 		return nil, fmt.Errorf("-control-addr: %w", err)
 	}
-	hs := &http.Server{Handler: mysqlsim.ControlHandler(srv), ReadHeaderTimeout: 5 * time.Second}
+	mux := http.NewServeMux()
+	mux.Handle("/", mysqlsim.ControlHandler(srv))
+	mux.HandleFunc("POST /crash", crashProcess)
+	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() {
 		if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			log.Error("control API stopped", "err", err.Error())
@@ -38,4 +43,18 @@ func startControl(addr string, srv *mysqlsim.Server, log *slog.Logger) (func(), 
 		defer cancel()
 		_ = hs.Shutdown(ctx)
 	}, nil
+}
+
+// crashProcess answers, then kills this process with SIGKILL: a crash of
+// the whole mysqld, not only of its listener. Nothing is flushed or
+// closed; what the journal had not written is lost, and the data
+// directory is what the next start recovers from. A supervisor (the
+// playground's node agent, as the kubelet) starts the process again.
+func crashProcess(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write([]byte(`{"result":"ok"}` + "\n"))
+	if f, ok := w.(http.Flusher); ok {
+		f.Flush()
+	}
+	_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
 }

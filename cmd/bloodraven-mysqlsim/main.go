@@ -14,6 +14,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -39,6 +40,9 @@ type options struct {
 	siteAddresses            string
 	resolve                  listFlag
 	controlAddr              string
+	dataDir, pidFile         string
+	syncBinlog, flushAtTrx   int
+	adminAddr                string
 }
 
 func main() {
@@ -66,6 +70,11 @@ func run(args []string) error {
 	fs.StringVar(&o.siteAddresses, "site-addresses", os.Getenv(devsitemap.EnvVar), "development site-address map file (default $"+devsitemap.EnvVar+"), resolves SOURCE_HOST and clone donors")
 	fs.Var(&o.resolve, "resolve", "extra name=host:port mapping for SOURCE_HOST / clone donor names; repeatable")
 	fs.StringVar(&o.controlAddr, "control-addr", "", "loopback host:port for the fault-injection HTTP API (off when empty)")
+	fs.StringVar(&o.adminAddr, "admin-addr", "", "loopback host:port of the administrative connection interface (admin_address:admin_port; off when empty)")
+	fs.StringVar(&o.dataDir, "datadir", "", "data directory (created if absent; empty: first boot). Without it the data lives in process memory and dies with the process")
+	fs.StringVar(&o.pidFile, "pid-file", "", "pid file written at start, removed at a clean shutdown (default <datadir>/mysqld.pid with -datadir)")
+	fs.IntVar(&o.syncBinlog, "sync-binlog", 1, "sync_binlog at start (1: every commit durable before it is acknowledged)")
+	fs.IntVar(&o.flushAtTrx, "innodb-flush-log-at-trx-commit", 1, "innodb_flush_log_at_trx_commit at start (0, 1 or 2)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -81,7 +90,7 @@ func run(args []string) error {
 	if err := srv.Start(); err != nil {
 		return err
 	}
-	log.Info("listening", "addr", srv.Addr(), "name", o.name)
+	log.Info("listening", "addr", srv.Addr(), "adminAddr", srv.AdminAddr(), "name", o.name)
 	stopControl := func() {}
 	if o.controlAddr != "" {
 		if stopControl, err = startControl(o.controlAddr, srv, log); err != nil {
@@ -99,16 +108,24 @@ func run(args []string) error {
 
 func buildConfig(o options, log *slog.Logger) (mysqlsim.Config, error) {
 	cfg := mysqlsim.Config{
-		Name: o.name, Addr: o.listen, ServerUUID: o.serverUUID,
+		Name: o.name, Addr: o.listen, AdminAddr: o.adminAddr, ServerUUID: o.serverUUID,
 		ReadOnly: o.readOnly, SuperReadOnly: o.superReadOnly, SkipReplicaStart: o.skipReplicaStart, Unsupervised: o.unsupervised, Logger: log,
 	}
 	if o.serverID == 0 || o.serverID > 1<<32-1 {
 		return cfg, errors.New("-server-id: required, 1 to 4294967295")
 	}
 	cfg.ServerID = uint32(o.serverID)
-	if o.serverUUID == "" {
-		return cfg, errors.New("-server-uuid: required")
+	if o.serverUUID == "" && o.dataDir == "" {
+		return cfg, errors.New("-server-uuid: required without -datadir (whose auto.cnf holds it)")
 	}
+	cfg.DataDir, cfg.PIDFile = o.dataDir, o.pidFile
+	if cfg.PIDFile == "" && o.dataDir != "" {
+		cfg.PIDFile = filepath.Join(o.dataDir, "mysqld.pid")
+	}
+	if o.flushAtTrx < 0 || o.flushAtTrx > 2 || o.syncBinlog < 0 {
+		return cfg, errors.New("-sync-binlog: 0 or more; -innodb-flush-log-at-trx-commit: 0, 1 or 2")
+	}
+	cfg.SyncBinlog, cfg.InnoDBFlushLogAtTrxCommit = &o.syncBinlog, &o.flushAtTrx
 	lines := append([]string(nil), o.users...)
 	if o.usersFile != "" {
 		fileLines, err := readLines(o.usersFile)

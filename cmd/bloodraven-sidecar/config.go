@@ -23,12 +23,15 @@ type options struct {
 	leaseTimeout, peerInterval time.Duration
 	peerSites                  string
 	mysqlAddr                  string
+	mysqlAdminAddr             string
+	mysqlPIDFile               string
 	mysqlUser, mysqlUserFile   string
 	mysqlPasswordFile          string
 	mysqlPassword              string // only from the environment, never a flag
 	siteAddresses              string
 	logLevel                   slog.Level
 	mysqlAddrSet, peerSitesSet bool
+	mysqlAdminAddrSet          bool
 }
 
 // parse reads flags, with each default taken from its environment variable.
@@ -51,6 +54,8 @@ func parse(args []string, getenv func(string) string) (options, error) {
 	interval := fs.String("peer-check-interval", env(protocol.EnvPeerCheckInterval, protocol.DefaultPeerCheckInterval.String()), "spec.sidecar.peerCheckInterval ($"+protocol.EnvPeerCheckInterval+")")
 	fs.StringVar(&o.peerSites, "peer-sites", env(protocol.EnvPeerSites, ""), "comma-separated names of the group's other sites ($"+protocol.EnvPeerSites+"); with a development site-address map, defaults to every other site of the group in it")
 	fs.StringVar(&o.mysqlAddr, "mysql-addr", env(protocol.EnvMySQLAddr, "127.0.0.1:3306"), "host:port of the local mysqld ($"+protocol.EnvMySQLAddr+"); with a development site-address map, defaults to this site's mysqld in it")
+	fs.StringVar(&o.mysqlAdminAddr, "mysql-admin-addr", env(protocol.EnvMySQLAdminAddr, fmt.Sprintf("127.0.0.1:%d", protocol.MySQLAdminPort)), "host:port of the local mysqld's administrative connection interface, used to fence ($"+protocol.EnvMySQLAdminAddr+"); with a development site-address map, defaults to this site's mysqld in it")
+	fs.StringVar(&o.mysqlPIDFile, "mysql-pid-file", env(protocol.EnvMySQLPIDFile, ""), "mysqld's pid-file; a fence that does not take effect in time stops the process it names ($"+protocol.EnvMySQLPIDFile+"; none: no process stop)")
 	fs.StringVar(&o.mysqlUser, "mysql-user", env(protocol.EnvMySQLUser, ""), "MySQL user, the operator Secret's username ($"+protocol.EnvMySQLUser+")")
 	fs.StringVar(&o.mysqlUserFile, "mysql-user-file", env(protocol.EnvMySQLUserFile, ""), "file holding the MySQL user, e.g. the mounted operator Secret's username key ($"+protocol.EnvMySQLUserFile+")")
 	fs.StringVar(&o.mysqlPasswordFile, "mysql-password-file", env(protocol.EnvMySQLPasswordFile, ""), "file holding the MySQL password, e.g. the mounted operator Secret's password key ($"+protocol.EnvMySQLPasswordFile+"); otherwise $"+protocol.EnvMySQLPassword)
@@ -68,10 +73,13 @@ func parse(args []string, getenv func(string) string) (options, error) {
 			o.mysqlAddrSet = true
 		case "peer-sites":
 			o.peerSitesSet = true
+		case "mysql-admin-addr":
+			o.mysqlAdminAddrSet = true
 		}
 	})
 	o.mysqlAddrSet = o.mysqlAddrSet || getenv(protocol.EnvMySQLAddr) != ""
 	o.peerSitesSet = o.peerSitesSet || getenv(protocol.EnvPeerSites) != ""
+	o.mysqlAdminAddrSet = o.mysqlAdminAddrSet || getenv(protocol.EnvMySQLAdminAddr) != ""
 	o.mysqlPassword = getenv(protocol.EnvMySQLPassword)
 	var err error
 	if o.leaseTimeout, err = time.ParseDuration(*lease); err != nil {
@@ -99,6 +107,7 @@ func (o options) sidecarConfig() (sidecar.Config, error) {
 		return cfg, err
 	}
 	cfg.MySQL = mysql.Options{Addr: o.mysqlAddr, User: user, Password: pass, Program: sidecar.Program}
+	cfg.MySQLAdminAddr, cfg.MySQLPIDFile = o.mysqlAdminAddr, o.mysqlPIDFile
 
 	var resolver siteaddr.Resolver = siteaddr.Cluster{SidecarPort: protocol.SidecarPort}
 	var dev *devsitemap.Map
@@ -111,6 +120,11 @@ func (o options) sidecarConfig() (sidecar.Config, error) {
 			if cfg.MySQL.Addr, err = dev.MySQLAddr(o.key(o.site)); err != nil {
 				return cfg, fmt.Errorf("--dev-site-addresses: %w", err)
 			}
+		}
+		// A development map names no administrative interface: fence over
+		// the ordinary one unless told otherwise.
+		if !o.mysqlAdminAddrSet {
+			cfg.MySQLAdminAddr = cfg.MySQL.Addr
 		}
 	}
 	sites := splitList(o.peerSites)

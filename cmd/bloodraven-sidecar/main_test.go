@@ -56,6 +56,7 @@ func TestConfigurationErrorsNameTheField(t *testing.T) {
 		{[]string{"--peer-sites", "iad"}, base, `peer "iad": listed twice or names this sidecar's own site`},
 		{[]string{"--dev-site-addresses", filepath.Join(dir, "missing")}, base, "--dev-site-addresses"},
 		{[]string{"--log-level", "loud"}, base, "--log-level"},
+		{[]string{"--mysql-admin-addr", "localhost"}, base, "mysql admin address"},
 		{[]string{"stray"}, base, "unexpected arguments"},
 	}
 	for _, c := range cases {
@@ -92,6 +93,20 @@ func TestClusterAddressesAndSecretFiles(t *testing.T) {
 	}
 	if cfg.LeaseTimeout != 10*time.Second || cfg.PeerCheckInterval != time.Second {
 		t.Errorf("timers = %s %s", cfg.LeaseTimeout, cfg.PeerCheckInterval)
+	}
+	// In a pod the fence uses mysqld's administrative interface; without a
+	// pid file there is no process stop.
+	if cfg.MySQLAdminAddr != "127.0.0.1:33062" || cfg.MySQLPIDFile != "" {
+		t.Errorf("admin address %q, pid file %q; want 127.0.0.1:33062 and none", cfg.MySQLAdminAddr, cfg.MySQLPIDFile)
+	}
+	o2, err := parse(nil, env(map[string]string{protocol.EnvNamespace: "shop", protocol.EnvGroup: "orders", protocol.EnvSite: "iad",
+		protocol.EnvOperatorEndpoint: "op:8082", protocol.EnvMySQLUser: "u", protocol.EnvMySQLAdminAddr: "127.0.0.1:4444",
+		protocol.EnvMySQLPIDFile: "/var/lib/mysql/mysqld.pid"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg2, err := o2.sidecarConfig(); err != nil || cfg2.MySQLAdminAddr != "127.0.0.1:4444" || cfg2.MySQLPIDFile != "/var/lib/mysql/mysqld.pid" {
+		t.Errorf("from the environment: admin address %q, pid file %q (%v)", cfg2.MySQLAdminAddr, cfg2.MySQLPIDFile, err)
 	}
 	want := []string{"dfw=orders-dfw-internal.shop.svc:8089", "sjc=orders-sjc-internal.shop.svc:8089"}
 	if got := peerList(cfg.Peers); strings.Join(got, " ") != strings.Join(want, " ") {

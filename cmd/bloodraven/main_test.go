@@ -33,6 +33,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/shipstream/bloodraven/e2e/framework"
+	"github.com/shipstream/bloodraven/pkg/logschema"
 )
 
 var cp *framework.ControlPlane
@@ -334,6 +335,20 @@ func assertJSONLogs(t *testing.T, o *operatorProc) {
 	}
 	if n == 0 {
 		t.Errorf("%s printed no log lines", o.identity)
+	}
+	// And every record as docs/logs.md lists it.
+	schema, err := logschema.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, text := range []string{o.stdout.String(), o.stderr.String()} {
+		ps, err := schema.CheckLines(logschema.Operator, strings.NewReader(text))
+		if err != nil {
+			t.Error(err)
+		}
+		for _, p := range ps {
+			t.Errorf("%s log record not in docs/logs.md: %s", o.identity, p)
+		}
 	}
 }
 

@@ -12,9 +12,11 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/shipstream/bloodraven/pkg/logschema"
 	"github.com/shipstream/bloodraven/pkg/testbed/playground"
 )
 
@@ -51,6 +53,9 @@ func TestMain(m *testing.M) {
 	if timer != nil {
 		timer.Stop()
 	}
+	if code == 0 && !checkProcessLogs(pg.Dir) {
+		code = 1
+	}
 	if code != 0 {
 		if dir, err := pg.KeepLogs(); err == nil {
 			fmt.Fprintf(os.Stderr, "e2e: logs kept in %s\n", dir)
@@ -58,4 +63,36 @@ func TestMain(m *testing.M) {
 	}
 	pg.Stop()
 	os.Exit(code)
+}
+
+// checkProcessLogs checks every record the operator and the sidecars wrote
+// during the suite against docs/logs.md (before Stop, which removes the
+// directory) and prints each one it does not list.
+func checkProcessLogs(dir string) bool {
+	schema, err := logschema.Load()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "e2e: log schema: %v\n", err)
+		return false
+	}
+	files := map[string]string{filepath.Join(dir, "operator.log"): logschema.Operator}
+	sidecars, _ := filepath.Glob(filepath.Join(dir, "sidecar-*.log"))
+	for _, f := range sidecars {
+		files[f] = logschema.Sidecar
+	}
+	ok := len(sidecars) > 0
+	if !ok {
+		fmt.Fprintf(os.Stderr, "e2e: log schema: no sidecar logs in %s\n", dir)
+	}
+	for f, process := range files {
+		ps, err := schema.CheckFile(process, f)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "e2e: log schema: %v\n", err)
+			ok = false
+		}
+		for _, p := range ps {
+			fmt.Fprintf(os.Stderr, "e2e: log record not in docs/logs.md: %s\n", p)
+			ok = false
+		}
+	}
+	return ok
 }

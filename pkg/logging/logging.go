@@ -30,11 +30,20 @@ func New(w io.Writer, level slog.Leveler) *slog.Logger {
 }
 
 // Install makes logger the process default and routes klog (and so
-// client-go, leader election and informers) through it.
+// client-go, leader election and informers) through it. klog's records
+// carry logger="klog": their messages and fields belong to the Kubernetes
+// libraries, so the log schema (docs/logs.md) covers only their common
+// fields.
 func Install(logger *slog.Logger) {
 	slog.SetDefault(logger)
-	klog.SetSlogLogger(logger)
+	klog.SetSlogLogger(logger.With(KlogKey, KlogValue))
 }
+
+// KlogKey and KlogValue mark the records klog bridges in.
+const (
+	KlogKey   = "logger"
+	KlogValue = "klog"
+)
 
 // secretKeys are lower-cased substrings of attribute keys whose values must
 // never reach a log line.

@@ -62,6 +62,9 @@ func TestKlogIsBridged(t *testing.T) {
 			t.Fatalf("line is not JSON: %q: %v", sc.Text(), err)
 		}
 		msgs = append(msgs, obj["msg"].(string))
+		if obj[KlogKey] != KlogValue {
+			t.Errorf("klog record lacks %s=%s: %v", KlogKey, KlogValue, obj)
+		}
 		if obj["msg"] == "watch failed" && (obj["level"] != "ERROR" || obj["err"] != "boom") {
 			t.Errorf("error line = %v", obj)
 		}

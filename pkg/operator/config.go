@@ -160,7 +160,7 @@ func ParseConfig(args []string, getenv func(string) string, usageOut io.Writer) 
 	str(&c.DeployAPIAudience, flagSpec{"deploy-api-audience", "BLOODRAVEN_DEPLOY_API_AUDIENCE", "audience deploy API callers' ServiceAccount tokens must carry"}, "bloodraven-deploy")
 	str(&c.SidecarImage, flagSpec{"sidecar-image", "BLOODRAVEN_SIDECAR_IMAGE", "image of the sidecar container added to every mysqld pod"}, "")
 	boolean(&c.AutomaticFailover, flagSpec{"automatic-failover", "BLOODRAVEN_AUTOMATIC_FAILOVER", "replace an unreachable active site automatically (guards in docs/topology.md)"}, true)
-	str(&c.SidecarOperatorEndpoint, flagSpec{"sidecar-operator-endpoint", "BLOODRAVEN_SIDECAR_OPERATOR_ENDPOINT", "host:port at which sidecars reach this operator's auxiliary listener, for groups that do not set spec.sidecar.operatorEndpoint"}, defaultSidecarOperatorEndpoint(getenv))
+	str(&c.SidecarOperatorEndpoint, flagSpec{"default-operator-endpoint", "BLOODRAVEN_DEFAULT_OPERATOR_ENDPOINT", "host:port at which sidecars reach this operator's auxiliary listener, for groups that do not set spec.sidecar.operatorEndpoint"}, defaultSidecarOperatorEndpoint(getenv))
 	str(&c.DevSiteAddresses, flagSpec{"dev-site-addresses", devsitemap.EnvVar, "DEVELOPMENT ONLY: path of a site-address map that replaces in-cluster site addressing"}, "")
 	str(&c.LogLevel, flagSpec{"log-level", "BLOODRAVEN_LOG_LEVEL", "debug, info, warn or error"}, "info")
 	integer(&c.Workers, flagSpec{"workers", "BLOODRAVEN_WORKERS", "workers of each Kubernetes-object queue (group-objects, deploy-lease, database)"}, 2)
@@ -209,7 +209,7 @@ func (c Config) Validate() error {
 	}
 	if c.SidecarOperatorEndpoint != "" {
 		if _, _, err := net.SplitHostPort(c.SidecarOperatorEndpoint); err != nil {
-			errs = append(errs, fmt.Errorf("--sidecar-operator-endpoint: %q is not host:port: %v", c.SidecarOperatorEndpoint, err))
+			errs = append(errs, fmt.Errorf("--default-operator-endpoint: %q is not host:port: %v", c.SidecarOperatorEndpoint, err))
 		}
 	}
 	if _, err := logging.ParseLevel(c.LogLevel); err != nil {

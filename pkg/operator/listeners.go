@@ -47,7 +47,7 @@ func newServer(h http.Handler, log *slog.Logger) *http.Server {
 		Handler:           h,
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		ErrorLog:          slog.NewLogLogger(log.With("logger", "net/http").Handler(), slog.LevelWarn), // net/http's own messages (docs/logs.md)
 	}
 }
 

@@ -16,6 +16,12 @@ const (
 	EnvPeerSites         = "BLOODRAVEN_PEER_SITES"
 	EnvMySQLUser         = "BLOODRAVEN_MYSQL_USER"
 	EnvMySQLPassword     = "BLOODRAVEN_MYSQL_PASSWORD"
+	// EnvMySQLAdminAddr is mysqld's administrative connection interface
+	// (admin_address:admin_port), over which the sidecar fences.
+	EnvMySQLAdminAddr = "BLOODRAVEN_MYSQL_ADMIN_ADDR"
+	// EnvMySQLPIDFile is mysqld's pid-file, which the sidecar reads to stop
+	// mysqld's process when a fence cannot take effect in time.
+	EnvMySQLPIDFile = "BLOODRAVEN_MYSQL_PID_FILE"
 
 	// Set by hand or by the development tooling, never by the pod template.
 	EnvMySQLAddr         = "BLOODRAVEN_MYSQL_ADDR"

@@ -14,9 +14,19 @@ const (
 	DefaultPeerCheckInterval = 2 * time.Second
 )
 
-// SelfFenceStatementTimeout bounds the sidecar's SET GLOBAL
-// super_read_only = ON.
+// SelfFenceStatementTimeout is the budget of the sidecar's whole fencing
+// sequence, from the rule's decision to a confirmed fence: SET GLOBAL
+// super_read_only = ON over the administrative interface, killing the client
+// sessions that hold it off, and stopping mysqld's process if it still has
+// not taken effect (docs/sidecar.md, "The fencing sequence"; the step
+// offsets are fencing.NewPlan's).
 const SelfFenceStatementTimeout = 5 * time.Second
+
+// MySQLAdminPort is the port of mysqld's administrative connection interface
+// (admin_port, MySQL's default), on admin_address 127.0.0.1 in the pod: the
+// rendered my.cnf opens it and the sidecar fences through it, so neither
+// max_connections nor the client load can keep the fence out.
+const MySQLAdminPort = 33062
 
 // SelfFenceClockMargin covers clock-rate differences between the operator's
 // and the sidecars' hosts and scheduling delays; leases are measured with
@@ -39,8 +49,11 @@ func SidecarRequestTimeout(peerCheckInterval time.Duration) time.Duration {
 
 // SelfFenceBound is the longest time after the operator stops confirming a
 // site (its /active-site answers and pushes stop naming it) until that site's
-// sidecar has set super_read_only=ON, if the sidecar runs and its mysqld
-// answers. The operator waits this long before promoting another site while
+// sidecar has fenced it: mysqld answered super_read_only=ON, or its process
+// was stopped (the fencing sequence ends confirmed within
+// SelfFenceStatementTimeout of the decision, and the decision comes within
+// leaseTimeout plus the request timeout). It holds if the sidecar runs and
+// the pod gives the fence what it needs (docs/sidecar.md). The operator waits this long before promoting another site while
 // the old one is unreachable (status.transition.sourceFenceDeadline).
 func SelfFenceBound(leaseTimeout, peerCheckInterval time.Duration) time.Duration {
 	return leaseTimeout + SidecarRequestTimeout(peerCheckInterval) + SelfFenceStatementTimeout + SelfFenceClockMargin

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/shipstream/bloodraven/pkg/apis/shipstream/v1alpha1"
+	"github.com/shipstream/bloodraven/pkg/protocol"
 )
 
 // MyCnfKey is the ConfigMap key (and file name under ConfigDir) of the
@@ -27,7 +28,7 @@ const TLSDir = "/etc/mysql/tls"
 var forcedOptions = []string{
 	"gtid-mode", "enforce-gtid-consistency", "log-replica-updates",
 	"read-only", "super-read-only", "replica-preserve-commit-order", "server-id",
-	"skip-replica-start",
+	"skip-replica-start", "pid-file", "admin-address", "admin-port", "create-admin-listener-thread",
 }
 
 // defaultOptions are the operator's defaults that mysqlConf may override.
@@ -42,7 +43,8 @@ var optionKey = regexp.MustCompile(`^[a-z][a-z0-9.-]*$`)
 // MyCnf renders the my.cnf of site i: the operator's forced options (server
 // id, GTID mode, replica updates logged, read-only and super-read-only at
 // start, replica-preserve-commit-order, replication not started at server
-// start), its defaults, then spec.mysqlConf and
+// start), the pid file and the administrative interface the sidecar's fence
+// uses, its defaults, then spec.mysqlConf and
 // the site's mysqlConf in that order, keys normalized from underscores to
 // hyphens. It returns the text and the forced options a mysqlConf tried to
 // set (ignored). Bad keys or values are errors naming the field.
@@ -93,6 +95,15 @@ func MyCnf(g *v1alpha1.MysqlFailoverGroup, i int) (string, []string, error) {
 		// that may be the old primary, holding writes the new one lacks.
 		// The operator starts replication once it checked the source.
 		{"skip-replica-start", "ON"},
+		// The sidecar's fencing sequence (docs/sidecar.md): it reads the pid
+		// file, on the data volume it mounts read-only, to stop mysqld when a
+		// fence cannot take effect, and it fences over the administrative
+		// interface, which max_connections and the client load cannot fill
+		// (its own listener thread).
+		{"pid-file", MySQLPIDFile},
+		{"admin-address", "127.0.0.1"},
+		{"admin-port", strconv.Itoa(protocol.MySQLAdminPort)},
+		{"create-admin-listener-thread", "ON"},
 	}
 	for _, kv := range forced {
 		writeOption(&b, kv[0], kv[1])

@@ -31,6 +31,11 @@ const (
 	// template, so a failover rolls nothing); the primary and replicas
 	// Services select on it.
 	LabelActive = "bloodraven.shipstream.io/active"
+	// LabelReadPool is "true" on a reader's pod while it is in its read pool
+	// (its lag within spec.replication.readOnlyMaxLagSeconds) and "false"
+	// otherwise; the operator sets it on the pod, and the reader's site
+	// Service selects on it.
+	LabelReadPool = "bloodraven.shipstream.io/read-pool"
 
 	// AnnotationPodTemplateHash is the hash of the rendered pod template, on
 	// the StatefulSet and on its pod template (so every pod carries the hash

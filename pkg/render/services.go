@@ -120,6 +120,10 @@ func siteService(g *v1alpha1.MysqlFailoverGroup, i int) *corev1.Service {
 			Ports:    []corev1.ServicePort{mysqlPort()},
 		},
 	}
+	if site.Role == v1alpha1.SiteRoleReadOnly {
+		// A reader serves only while its lag allows (the read pool).
+		svc.Spec.Selector[LabelReadPool] = "true"
+	}
 	t := groupType(g)
 	var etp v1alpha1.ExternalTrafficPolicy
 	var annotations map[string]string

@@ -26,6 +26,12 @@ const (
 	ConfigVolumeName = "mysql-config"
 	TLSVolumeName    = "mysql-tls"
 	DataDir          = "/var/lib/mysql"
+	// MySQLPIDFile is mysqld's pid-file (my.cnf), which the sidecar reads.
+	MySQLPIDFile = DataDir + "/mysqld.pid"
+	// MySQLUID is the mysql user of the official MySQL images, which mysqld
+	// runs as. The sidecar runs as it too, so that it may read the data
+	// directory and signal mysqld through the shared process namespace.
+	MySQLUID = 999
 	// ZoneLabel is the well-known node label a site's zone is matched against.
 	ZoneLabel = "topology.kubernetes.io/zone"
 	// MySQLPortName names port 3306 on the container and on every Service.
@@ -228,12 +234,15 @@ func podTemplate(g *v1alpha1.MysqlFailoverGroup, i int, cfg Config, cnfHash stri
 
 	return corev1.PodTemplateSpec{
 		ObjectMeta: metav1.ObjectMeta{
-			Labels:      mergeUnder(withoutKey(spec.PodLabels, LabelActive), operatorLabels),
+			Labels:      mergeUnder(withoutKey(withoutKey(spec.PodLabels, LabelActive), LabelReadPool), operatorLabels),
 			Annotations: mergeUnder(spec.PodAnnotations, operatorAnnotations),
 		},
 		Spec: corev1.PodSpec{
-			InitContainers:                initContainers,
-			Containers:                    containers,
+			InitContainers: initContainers,
+			Containers:     containers,
+			// The sidecar stops mysqld's process when a fence cannot take
+			// effect in time (docs/sidecar.md, "The fencing sequence").
+			ShareProcessNamespace:         ptr.To(true),
 			Volumes:                       volumes,
 			TerminationGracePeriodSeconds: ptr.To(grace),
 			Affinity: &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
@@ -307,14 +316,24 @@ func sidecarContainer(g *v1alpha1.MysqlFailoverGroup, i int, cfg Config) corev1.
 	env = append(env,
 		secretEnv(protocol.EnvMySQLUser, g.Spec.Credentials.OperatorSecretName, "username"),
 		secretEnv(protocol.EnvMySQLPassword, g.Spec.Credentials.OperatorSecretName, "password"),
+		corev1.EnvVar{Name: protocol.EnvMySQLAdminAddr, Value: fmt.Sprintf("127.0.0.1:%d", protocol.MySQLAdminPort)},
+		corev1.EnvVar{Name: protocol.EnvMySQLPIDFile, Value: MySQLPIDFile},
 	)
 	c := corev1.Container{
 		Name:  ContainerSidecar,
 		Image: cfg.sidecarImage(g),
 		Ports: []corev1.ContainerPort{{Name: protocol.SidecarPortName, ContainerPort: protocol.SidecarPort, Protocol: corev1.ProtocolTCP}},
 		Env:   env,
-		// The sidecar reads binary logs for archival; it never writes the datadir.
+		// The sidecar reads binary logs for archival and mysqld's pid file;
+		// it never writes the datadir.
 		VolumeMounts: []corev1.VolumeMount{{Name: DataVolumeName, MountPath: DataDir, ReadOnly: true}},
+		// mysqld's user: it may read the datadir and send mysqld a signal
+		// (kill(2) needs the same user or CAP_KILL), and nothing more.
+		SecurityContext: &corev1.SecurityContext{
+			RunAsUser: ptr.To(int64(MySQLUID)), RunAsGroup: ptr.To(int64(MySQLUID)), RunAsNonRoot: ptr.To(true),
+			AllowPrivilegeEscalation: ptr.To(false),
+			Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+		},
 		// Liveness must not depend on MySQL, or a slow mysqld would get its
 		// fencing sidecar restarted; readiness is the site's health.
 		LivenessProbe:  httpProbe(protocol.PathPeerPing, 10, 3),

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shipstream/bloodraven/pkg/protocol"
 	"github.com/shipstream/bloodraven/pkg/sidecar/fencing"
 )
 
@@ -37,5 +38,26 @@ func BenchmarkDecide(b *testing.B) {
 		if d := fencing.Decide(in); d.Reason != fencing.ReasonPeerConfirms {
 			b.Fatal(d.Reason)
 		}
+	}
+}
+
+// BenchmarkSelfFence runs each case of the fencing sequence once per
+// iteration (run with -benchtime=1x: an iteration takes about ten seconds)
+// and reports how long the sequence took from its decision against its
+// budget (protocol.SelfFenceStatementTimeout), and how long from the cut
+// until mysqld was fenced or stopped against the bound minus its margin.
+func BenchmarkSelfFence(b *testing.B) {
+	for _, c := range fenceCases {
+		b.Run(c.name, func(b *testing.B) {
+			var worstSeq, worstCut time.Duration
+			for b.Loop() {
+				r := runFenceCase(b, c)
+				worstSeq, worstCut = max(worstSeq, r.report.Took), max(worstCut, r.afterCut)
+			}
+			b.ReportMetric(float64(worstSeq.Milliseconds()), "sequence-ms")
+			b.ReportMetric(float64(protocol.SelfFenceStatementTimeout.Milliseconds()), "budget-ms")
+			b.ReportMetric(float64(worstCut.Milliseconds()), "after-cut-ms")
+			b.ReportMetric(float64((bound - protocol.SelfFenceClockMargin).Milliseconds()), "deadline-ms")
+		})
 	}
 }

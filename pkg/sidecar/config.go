@@ -31,6 +31,15 @@ type Config struct {
 	Namespace, Group, Site string
 	// MySQL reaches the local mysqld with the operator's credentials.
 	MySQL mysql.Options
+	// MySQLAdminAddr is mysqld's administrative connection interface
+	// (admin_address:admin_port), which the fencing sequence uses with
+	// MySQL's credentials: it admits accounts with SERVICE_CONNECTION_ADMIN
+	// whatever max_connections. Empty means MySQL.Addr (development only).
+	MySQLAdminAddr string
+	// MySQLPIDFile is mysqld's pid-file; the fencing sequence stops the
+	// process it names when a fence does not take effect in time. Empty
+	// means no process stop (development only).
+	MySQLPIDFile string
 	// OperatorEndpoint is host:port of the operator's auxiliary listener.
 	OperatorEndpoint string
 	Peers            []Peer
@@ -41,8 +50,8 @@ type Config struct {
 	// each observation of mysqld within a round. Zero means
 	// protocol.SidecarRequestTimeout(PeerCheckInterval).
 	RequestTimeout time.Duration
-	// FenceTimeout bounds the fence statement. Zero means
-	// protocol.SelfFenceStatementTimeout.
+	// FenceTimeout is the fencing sequence's budget (fencing.NewPlan).
+	// Zero means protocol.SelfFenceStatementTimeout.
 	FenceTimeout time.Duration
 	// WedgedAfter is how long the fencing loop may go without completing
 	// a round before /livez fails. Zero means twice the longest a healthy
@@ -106,6 +115,11 @@ func (c Config) Validate() error {
 	req("group", c.Group)
 	req("site", c.Site)
 	req("mysql address", c.MySQL.Addr)
+	if c.MySQLAdminAddr != "" {
+		if err := validateHostPort(c.MySQLAdminAddr); err != nil {
+			errs = append(errs, fmt.Errorf("mysql admin address: %w", err))
+		}
+	}
 	req("mysql user", c.MySQL.User)
 	if err := validateHostPort(c.OperatorEndpoint); err != nil {
 		errs = append(errs, fmt.Errorf("operator endpoint: %w", err))

@@ -13,6 +13,7 @@ import (
 
 	"github.com/shipstream/bloodraven/pkg/apis/shipstream/v1alpha1"
 	"github.com/shipstream/bloodraven/pkg/auxiliary"
+	"github.com/shipstream/bloodraven/pkg/logschema"
 	"github.com/shipstream/bloodraven/pkg/mysql"
 	"github.com/shipstream/bloodraven/pkg/sidecar"
 	"github.com/shipstream/bloodraven/pkg/testbed/mysqlsim"
@@ -136,6 +137,8 @@ func startSites(t testing.TB, net0 *network, op *operator, specs []siteSpec, o c
 	t.Helper()
 	sites := map[string]*site{}
 	lns := map[string]net.Listener{}
+	logs := logschema.NewRecorder(logschema.Sidecar) // every record checked against docs/logs.md
+	t.Cleanup(func() { logs.Check(t) })
 	for _, sp := range specs {
 		sim := simtest.Start(t, mysqlsim.Config{Name: sp.name, ReadOnly: !sp.writable, SuperReadOnly: !sp.writable})
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -160,7 +163,7 @@ func startSites(t testing.TB, net0 *network, op *operator, specs []siteSpec, o c
 			MySQL:            mysql.Options{Addr: s.sim.Addr(), User: simtest.AdminUser, Password: simtest.AdminPass},
 			OperatorEndpoint: op.addr, Peers: peers, LeaseTimeout: lease, PeerCheckInterval: interval,
 			FenceTimeout: o.fenceTimeout, WedgedAfter: o.wedgedAfter, Version: "test",
-			HTTPClient: net0.client(sp.name),
+			HTTPClient: net0.client(sp.name), Logger: logs.Logger(nil),
 		})
 		if err != nil {
 			t.Fatal(err)

@@ -2,6 +2,7 @@ package sidecar
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -18,6 +19,9 @@ type Sidecar struct {
 	cfg   Config
 	log   *slog.Logger
 	db    *mysql.Client
+	admin *mysql.Client  // the fence's connection (administrative interface)
+	proc  *mysqldProcess // nil without a pid file: no process stop
+	plan  fencing.Plan
 	wake  chan struct{} // a pushed announcement asks for a round now
 	start time.Time
 
@@ -41,7 +45,11 @@ type state struct {
 	lastProgress time.Time // last completed round
 	roundStarted time.Time // zero when no round is in progress
 	lastFenceErr string
+	fences       []FenceReport // the latest runs of the fencing sequence, oldest first
 }
+
+// keptFenceReports is how many runs of the fencing sequence Fences returns.
+const keptFenceReports = 8
 
 type operatorAnswer struct {
 	answer protocol.ActiveSite
@@ -72,9 +80,18 @@ func New(cfg Config) (*Sidecar, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sidecar configuration: mysql: %w", err)
 	}
+	admin, err := openAdmin(cfg)
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("sidecar configuration: mysql admin address: %w", err)
+	}
 	s := &Sidecar{
-		cfg: cfg, db: db, wake: make(chan struct{}, 1), clock: time.Now,
-		log: cfg.Logger.With("namespace", cfg.Namespace, "group", cfg.Group, "site", cfg.Site),
+		cfg: cfg, db: db, admin: admin, wake: make(chan struct{}, 1), clock: time.Now,
+		plan: fencing.NewPlan(cfg.FenceTimeout, cfg.RequestTimeout),
+		log:  cfg.Logger.With("namespace", cfg.Namespace, "group", cfg.Group, "site", cfg.Site),
+	}
+	if cfg.MySQLPIDFile != "" {
+		s.proc = &mysqldProcess{pidFile: cfg.MySQLPIDFile}
 	}
 	s.start = s.clock()
 	s.st.peers = map[string]*peerState{}
@@ -86,7 +103,7 @@ func New(cfg Config) (*Sidecar, error) {
 }
 
 // Close releases the mysqld connections.
-func (s *Sidecar) Close() error { return s.db.Close() }
+func (s *Sidecar) Close() error { return errors.Join(s.db.Close(), s.admin.Close()) }
 
 // Config returns the effective configuration (defaults filled).
 func (s *Sidecar) Config() Config { return s.cfg }
@@ -156,35 +173,61 @@ func (s *Sidecar) Round(ctx context.Context) fencing.Decision {
 	return d
 }
 
-// fence sets super_read_only=ON. It never undoes it: only the operator
-// unfences.
+// fence runs the fencing sequence (fencing.Plan, runFence). It never undoes
+// a fence: only the operator unfences.
 func (s *Sidecar) fence(ctx context.Context, d fencing.Decision, local fencing.Writability) {
-	fctx, cancel := context.WithTimeout(ctx, s.cfg.FenceTimeout)
-	defer cancel()
-	err := s.db.Fence(fctx)
+	r := s.runFence(ctx)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if err != nil {
+	var prev FenceReport
+	if n := len(s.st.fences); n > 0 {
+		prev = s.st.fences[n-1]
+	}
+	if r.ConfirmedBy == ConfirmedProcessGone && prev.ConfirmedBy == ConfirmedProcessGone && prev.PID == r.PID {
+		// The same stopped mysqld, found gone again in a later round until
+		// it restarts (read-only): nothing new happened.
+		return
+	}
+	s.st.fences = append(s.st.fences, r)
+	if len(s.st.fences) > keptFenceReports {
+		s.st.fences = s.st.fences[1:]
+	}
+	if r.ConfirmedBy == "" {
+		err := r.Err
+		if err == nil {
+			err = fmt.Errorf("not confirmed within %s", s.plan.Budget)
+		}
 		s.st.lastFenceErr = err.Error()
-		s.log.Error("self-fence failed", "reason", d.Reason, "local", local.String(), "err", err)
+		s.log.Error("self-fence failed", "reason", d.Reason, "local", local.String(), "err", err,
+			"took", r.Took.String(), "attempts", r.Attempts, "killedSessions", r.Killed, "mysqldStopped", r.Stopped)
 		return
 	}
 	s.st.lastFenceErr = ""
 	s.st.selfFencedAt = time.Now()
 	s.st.fenceCount++
-	if o := s.st.obs; o != nil && o.err == nil {
+	if o := s.st.obs; o != nil && o.err == nil && r.ConfirmedBy == ConfirmedSuperReadOnly {
 		o.obs.ReadOnly, o.obs.SuperReadOnly = true, true
 	}
-	s.log.Warn("mysqld self-fenced: super_read_only=ON", "reason", d.Reason, "local", local.String())
+	s.log.Warn("mysqld self-fenced: super_read_only=ON", "reason", d.Reason, "local", local.String(),
+		"confirmedBy", r.ConfirmedBy, "took", r.Took.String(), "killedSessions", r.Killed, "mysqldStopped", r.Stopped)
+}
+
+// Fences reports the latest runs of the fencing sequence, oldest first.
+func (s *Sidecar) Fences() []FenceReport {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]FenceReport(nil), s.st.fences...)
 }
 
 // inputLocked assembles the rule's input from what the sidecar holds.
 func (s *Sidecar) inputLocked(now time.Time) fencing.Input {
 	in := fencing.Input{Now: now, Site: s.cfg.Site, Local: fencing.LocalUnknown}
 	if o := s.st.obs; o != nil && o.err == nil {
-		in.Local = fencing.LocalReadOnly
-		if o.obs.Writable() {
-			in.Local = fencing.LocalWritable
+		// Fenced means super_read_only=ON: with read_only alone, accounts
+		// with CONNECTION_ADMIN can still write.
+		in.Local = fencing.LocalWritable
+		if o.obs.SuperReadOnly {
+			in.Local = fencing.LocalReadOnly
 		}
 	}
 	if a := s.st.operator; a != nil {

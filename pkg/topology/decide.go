@@ -48,6 +48,7 @@ func Decide(in Input) Decision {
 		}
 	default:
 		if d.startFailover(in.Status.ActiveSite) {
+			d.fenceWritable(in.Status.ActiveSite, fmt.Sprintf("site %s is the active site", in.Status.ActiveSite))
 			d.supersedePlanned(in.Status.ActiveSite)
 		} else {
 			d.steady(in.Status.ActiveSite)
@@ -74,6 +75,31 @@ func (d *decider) view(site string) *Observed {
 		return nil
 	}
 	return si.Last
+}
+
+// answer is the site's observation from the latest poll, trusted or not: a
+// site that answers again after being Unreachable is not trusted before
+// recoveryThreshold polls, but what it answered is true now. Nothing is
+// made writable or rejoined on it; it is enough to fence the site, and
+// enough to hold a promotion back (docs/safety.md, rule 1).
+func (d *decider) answer(site string) *Observed {
+	si, ok := d.in.Observed[site]
+	if !ok || !si.Fresh || si.Last == nil {
+		return nil
+	}
+	return si.Last
+}
+
+// writersBesides lists the sites other than keep whose latest answer says
+// they take writes (super_read_only OFF), trusted or not.
+func (d *decider) writersBesides(keep string) []string {
+	var out []string
+	for _, s := range d.in.Sites {
+		if o := d.answer(s.Name); s.Name != keep && o != nil && o.Writable {
+			out = append(out, s.Name)
+		}
+	}
+	return out
 }
 
 func (d *decider) role(site string) v1alpha1.SiteRole {
@@ -122,15 +148,13 @@ func (d *decider) undecided() []string {
 	return out
 }
 
-// fenceWritable fences every trusted writable site except keep.
+// fenceWritable fences every site except keep whose latest answer says it
+// takes writes, at once: a site answering again after being Unreachable
+// is fenced on its first answer, not recoveryThreshold polls later, while
+// clients behind a stale DNS answer may still write there.
 func (d *decider) fenceWritable(keep, why string) {
-	for _, s := range d.in.Sites {
-		if s.Name == keep {
-			continue
-		}
-		if o := d.view(s.Name); o != nil && o.Writable {
-			d.act(Action{Kind: Fence, Site: s.Name, Why: why})
-		}
+	for _, s := range d.writersBesides(keep) {
+		d.act(Action{Kind: Fence, Site: s, Why: why})
 	}
 }
 
@@ -207,6 +231,9 @@ func (d *decider) continueBootstrap(t *v1alpha1.Transition) {
 		d.abortBootstrap(t, fmt.Sprintf("site %s became unreachable", target))
 		return
 	}
+	// Any other site that answers writable is fenced at once, even while
+	// others are still being observed.
+	d.fenceWritable(target, fmt.Sprintf("bootstrap: site %s is the only writable site", target))
 	if u := d.undecided(); len(u) > 0 {
 		d.waiting = fmt.Sprintf("bootstrap of site %s: waiting for a current observation of sites %s", target, strings.Join(u, ", "))
 		return
@@ -230,14 +257,11 @@ func (d *decider) continueBootstrap(t *v1alpha1.Transition) {
 			target, GTIDPhrase(others.Subtract(tv.Executed).OneLine())))
 		return
 	}
-	d.fenceWritable(target, fmt.Sprintf("bootstrap: site %s is the only writable site", target))
-	for _, s := range d.in.Sites {
-		if o := d.view(s.Name); s.Name != target && o != nil && o.Writable {
-			d.waiting = fmt.Sprintf("bootstrap of site %s: fencing site %s first", target, s.Name)
-			return
-		}
+	if w := d.writersBesides(target); len(w) > 0 {
+		d.waiting = fmt.Sprintf("bootstrap of site %s: fencing site %s first", target, w[0])
+		return
 	}
-	if !tv.Writable {
+	if !tv.serving() {
 		d.act(Action{Kind: MakeWritable, Site: target, ResetReplication: tv.Replica != nil,
 			Why: fmt.Sprintf("bootstrap: %s", t.Message)})
 		d.waiting = fmt.Sprintf("bootstrap: making site %s writable", target)
@@ -264,7 +288,7 @@ func (d *decider) abortBootstrap(t *v1alpha1.Transition, why string) {
 func (d *decider) steady(active string) {
 	av := d.view(active)
 	d.fenceWritable(active, fmt.Sprintf("site %s is the active site", active))
-	if av != nil && !av.Writable {
+	if av != nil && !av.serving() {
 		d.reassert(active, av)
 	}
 	d.drainFormerPrimary(active)
@@ -282,6 +306,9 @@ func (d *decider) steady(active string) {
 // other trusted site's set, minus divergence already recorded for it, must be
 // contained in the active site's, and no other site may be writable.
 func (d *decider) reassert(active string, av *Observed) {
+	if len(d.writersBesides(active)) > 0 {
+		return // fenced first in this decision; reassert on a later one
+	}
 	var missing []string
 	for _, s := range d.in.Sites {
 		o := d.view(s.Name)
@@ -321,6 +348,15 @@ func (d *decider) follower(s SiteSpec, active string, av *Observed) {
 	want := SourceHost(d.in.Namespace, d.in.Group, active)
 	if o == nil {
 		st.SourceConvergenceState, st.SourceConvergenceReason = "Pending", "ProbeFailed"
+		return
+	}
+	if o.Writable {
+		// Fenced in this decision (fenceWritable). Its set is judged, and it
+		// is repointed, only on an observation taken after the fence: writes
+		// it commits between this poll and the fence must be seen, recorded
+		// as divergence if the active site lacks them, never rejoined.
+		st.SourceConvergenceState, st.SourceConvergenceReason = "Pending", "SourceMismatch"
+		st.Message = fmt.Sprintf("site %s takes writes (super_read_only=OFF): fenced first, judged and repointed on the next poll", s.Name)
 		return
 	}
 	if in.Clone.Running {

@@ -47,8 +47,10 @@ func expand(s string) string {
 	return r.Replace(s)
 }
 
+// unreachable: polls fail; its sidecar was seen running when the operator
+// last reached the site.
 func unreachable() SiteInput {
-	return SiteInput{Reach: observe.Unreachable, PollError: "dial tcp: connection refused"}
+	return SiteInput{Reach: observe.Unreachable, PollError: "dial tcp: connection refused", SidecarSeen: true}
 }
 
 func replicating(host string) *Replica {
@@ -397,7 +399,7 @@ func TestFollowerConvergence(t *testing.T) {
 		{name: "stopped without error: started", pdx: site("pdx", false, "I:1-10", stopped), actions: "StartReplica pdx", state: "Converged", reason: "DirectSource", degraded: v1alpha1.ReasonSiteUnhealthy},
 		{name: "applier error: left for a human", pdx: site("pdx", false, "I:1-10", sqlErr), state: "Converged", reason: "DirectSource", degraded: v1alpha1.ReasonSiteUnhealthy},
 		{name: "lag beyond maxLagSeconds degrades", pdx: site("pdx", false, "I:1-10", lagging), state: "Converged", reason: "DirectSource", degraded: v1alpha1.ReasonSiteUnhealthy},
-		{name: "writable follower: fenced", pdx: site("pdx", true, "I:1-10", replicating(iadHost)), actions: "Fence pdx", state: "Converged", reason: "DirectSource", degraded: v1alpha1.ReasonSplitBrain},
+		{name: "writable follower: fenced, judged on the next poll", pdx: site("pdx", true, "I:1-10", replicating(iadHost)), actions: "Fence pdx", state: "Pending", reason: "SourceMismatch", degraded: v1alpha1.ReasonSplitBrain},
 		{name: "far behind a purged source: cloned", pdx: site("pdx", false, "I:1-3", replicating(iadHost)), iadPurged: "I:1-8", actions: "Clone pdx", state: "Converged", reason: "DirectSource"},
 		{name: "empty follower, source purged: cloned", pdx: site("pdx", false, "", nil), iadPurged: "I:1-8", actions: "Clone pdx", state: "Pending", reason: "SourceMismatch", degraded: v1alpha1.ReasonSiteUnhealthy},
 		{name: "purged error reported by the receiver: cloned", pdx: site("pdx", false, "I:1-10", purgedErr), actions: "Clone pdx", state: "Converged", reason: "DirectSource", degraded: v1alpha1.ReasonSiteUnhealthy},

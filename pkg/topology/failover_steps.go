@@ -2,6 +2,7 @@ package topology
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -118,6 +119,13 @@ func (d *decider) startFailover(active string) bool {
 		// operator as well, it is no longer heard and this no longer holds.
 		due, why = false, "its sidecar answers and reports mysqld healthy: the operator is cut off from mysqld by the network, the site is not dead (fix the network path between the operator and the site's mysqld port)"
 	}
+	if due && !d.in.Observed[active].SidecarSeen && d.in.Failover.Override == "" {
+		// Nothing but its sidecar fences an isolated primary: promoting on
+		// the self-fence bound alone would leave two writers if clients
+		// still reach it. A human who knows it is gone (or fenced it by
+		// hand) names the site to promote with the failover-override.
+		due, why = false, "its sidecar did not answer when the operator last reached the site (or this operator process never reached it), so nothing is known to fence it if clients still reach it: make sure it is stopped or fenced (SET GLOBAL super_read_only = ON), then set the failover-override annotation; see docs/safety.md"
+	}
 	if !due {
 		if why != "" {
 			d.refuseFailover(active, why)
@@ -222,20 +230,27 @@ func (d *decider) step(t *v1alpha1.Transition, s v1alpha1.TransitionStep) *v1alp
 }
 
 // continueFailover advances a recorded automatic failover by one step.
-// Never two writers: a reachable writable old primary is fenced at every
-// step, and the candidate is made writable only after the old primary was
-// observed fenced or its self-fence deadline passed.
+// Never two writers: an old primary whose latest answer says it takes
+// writes, trusted or not, is fenced at every step and the step waits for
+// an observation taken after the fence; the candidate is made writable only
+// after the old primary was observed fenced or its self-fence deadline
+// passed, and never while it answers writable.
 func (d *decider) continueFailover(t *v1alpha1.Transition) {
 	src, target := t.SourceSite, t.TargetSite
-	sv, tv := d.view(src), d.view(target)
-	if sv != nil && sv.Writable {
-		d.act(Action{Kind: Fence, Site: src, Why: fmt.Sprintf("failover to %s in progress: the old primary must not take writes", target)})
-		if !promoted(t.Step) {
-			d.waiting = fmt.Sprintf("failover to %s: fencing the old primary %s", target, src)
-			return
-		}
-	}
+	sa, tv := d.answer(src), d.view(target)
 	if !promoted(t.Step) && d.oldPrimaryBackWithMore(t, tv) {
+		return
+	}
+	// Every other site that answers writable is fenced too (the target as
+	// well before Promoting: it must not take writes before it holds
+	// everything), and the step waits for an observation after the fence.
+	keep := ""
+	if promoted(t.Step) {
+		keep = target
+	}
+	if w := d.writersBesides(keep); len(w) > 0 {
+		d.fenceWritable(keep, fmt.Sprintf("failover from %s to %s in progress: only the promoted target may take writes", src, target))
+		d.waiting = fmt.Sprintf("failover to %s: fencing %s first", target, strings.Join(w, ", "))
 		return
 	}
 	if tv == nil {
@@ -257,7 +272,10 @@ func (d *decider) continueFailover(t *v1alpha1.Transition) {
 		// Announced again on every poll until promotion: idempotent, and a
 		// restarted operator or a sidecar that came back hears it too.
 		d.act(Action{Kind: NotifySidecars, Why: fmt.Sprintf("failover from %s to %s", src, target)})
-		fenced := sv != nil && !sv.Writable
+		// Only Bloodraven clears super_read_only, and it does not while the
+		// old primary is a failover's source: an answer that shows it
+		// fenced proves it, trusted or not.
+		fenced := sa != nil && !sa.Writable
 		if !fenced && t.SourceFenceDeadline == nil {
 			d.recordFenceDeadline(t)
 			return
@@ -284,8 +302,15 @@ func (d *decider) catchUp(t *v1alpha1.Transition, tv *Observed) {
 		return
 	}
 	// The deadline was checked before CatchingUp was recorded; checked again
-	// so that no recorded state (or clock step) can shortcut it.
-	if sv := d.view(src); (sv == nil || sv.Writable) && t.SourceFenceDeadline != nil && d.in.Now.Before(t.SourceFenceDeadline.Time) {
+	// so that no recorded state (or clock step) can shortcut it. An old
+	// primary answering writable never gets here (continueFailover fences
+	// it and waits); checked again all the same.
+	sa := d.answer(src)
+	if sa != nil && sa.Writable {
+		d.waiting = fmt.Sprintf("failover to %s: %s answers writable", target, src)
+		return
+	}
+	if sa == nil && t.SourceFenceDeadline != nil && d.in.Now.Before(t.SourceFenceDeadline.Time) {
 		d.waiting = fmt.Sprintf("failover to %s: waiting for %s's self-fence deadline", target, src)
 		return
 	}
@@ -324,7 +349,7 @@ func (d *decider) stopReceiversFrom(src, target string) {
 // publishes it with the new generation and clears the intent in one write.
 func (d *decider) finishFailover(t *v1alpha1.Transition, tv *Observed) {
 	src, target := t.SourceSite, t.TargetSite
-	if !tv.Writable {
+	if !tv.serving() {
 		d.act(Action{Kind: MakeWritable, Site: target, ResetReplication: tv.Replica != nil, Why: fmt.Sprintf("failover from unreachable %s", src)})
 		d.waiting = fmt.Sprintf("failover to %s: making it writable", target)
 		return

@@ -23,7 +23,7 @@ func failoverInput(obs map[string]SiteInput, st v1alpha1.MysqlFailoverGroupStatu
 // iadDown: the active site iad stopped answering after its last poll at t0.
 func iadDown() map[string]SiteInput {
 	obs := steadyObs()
-	obs["iad"] = SiteInput{Reach: observe.Unreachable, PollError: "connection refused", Last: site("iad", true, "I:1-10", nil).Last}
+	obs["iad"] = SiteInput{Reach: observe.Unreachable, PollError: "connection refused", Last: site("iad", true, "I:1-10", nil).Last, SidecarSeen: true}
 	return obs
 }
 

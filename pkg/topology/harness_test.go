@@ -3,10 +3,13 @@ package topology
 // The decision-level invariant harness: Decide driven by a simulated world of
 // four sites on a virtual clock, through seeded random sequences of faults
 // (crash, freeze, partition, operator restart and a crash between any two
-// actions, replication lag, errant and stale-client writes, purges, and an
-// informer cache that lags behind the stored status), checking
-// docs/safety.md invariants 1, 3, 4 and 5 after every step. A failing sequence
-// prints its seed; HARNESS_SEED=<seed> replays only that one, and
+// actions, replication lag, errant writes, purges, an informer cache that
+// lags behind the stored status, and the faults of harness_faults_test.go:
+// open transactions, sidecars down or crashed, thaws after a failover,
+// connection exhaustion, a human's read_only=ON), with clients pinned to
+// every site writing throughout, checking docs/safety.md invariants 1, 3, 4
+// and 5 by the world's truth after every step and every action. A failing
+// sequence prints its seed; HARNESS_SEED=<seed> replays only that one, and
 // HARNESS_SEQUENCES=<n> changes how many run.
 
 import (
@@ -29,12 +32,21 @@ import (
 )
 
 const (
-	hPoll       = time.Second
-	hFailure    = 3
-	hRecovery   = 2
-	hSelfFence  = 5 * time.Second
-	hCooldown   = 30 * time.Second
-	hStepsPerSq = 80
+	hPoll     = time.Second
+	hFailure  = 3
+	hRecovery = 2
+	// The sidecar model (harness_faults_test.go): a sidecar fences a site
+	// that takes writes once hLease passed since the operator last
+	// confirmed it; its fence sequence completes within hFenceBudget of
+	// starting (at once unless something holds the fence off); a crashed
+	// sidecar is running again one step later, remembering nothing. The
+	// operator waits hSelfFence, which covers lease, one crashed step,
+	// budget and a one-second margin.
+	hLease       = 2 * time.Second
+	hFenceBudget = 2 * time.Second
+	hSelfFence   = hLease + hPoll + hFenceBudget + time.Second
+	hCooldown    = 30 * time.Second
+	hStepsPerSq  = 80
 )
 
 // simSite is one simulated mysqld with its sidecar.
@@ -47,8 +59,11 @@ type simSite struct {
 	// the site reaches the operator and its peers, as with a NetworkPolicy
 	// that drops only the operator's ingress. Its sidecar keeps asking
 	// /active-site and clients keep writing.
-	oneWay     bool
-	writable   bool
+	oneWay bool
+	// ro and sro are read_only and super_read_only. The site takes client
+	// writes while sro is OFF (takesWrites): with ro ON as well only from
+	// privileged accounts, which the pinned clients include.
+	ro, sro    bool
 	executed   gtid.Set
 	purged     gtid.Set
 	source     string // replication source site; "" none
@@ -58,10 +73,12 @@ type simSite struct {
 	retrieved  gtid.Set
 	lagging    bool // the applier does not apply this step
 	// lease is when its sidecar last heard the operator confirm it as the
-	// active site (docs/sidecar.md: only while no transition is recorded);
-	// the sidecar fences a writable site once hSelfFence passed since. The
-	// sidecar is a process of its own: a frozen mysqld does not stop it.
+	// active site (docs/sidecar.md: only while no transition is recorded).
+	// The sidecar is a process of its own: a frozen mysqld does not stop
+	// it. The rest of its model and the faults are harness_faults_test.go.
 	lease time.Time
+	sidecar
+	holds
 }
 
 func (s *simSite) answers() bool { return !s.crashed && !s.frozen && !s.isolated }
@@ -69,6 +86,9 @@ func (s *simSite) answers() bool { return !s.crashed && !s.frozen && !s.isolated
 // operatorReaches: the operator's polls and statements get through.
 func (s *simSite) operatorReaches() bool { return s.answers() && !s.oneWay }
 func (s *simSite) alive() bool           { return !s.crashed && !s.frozen }
+
+// takesWrites: clients' writes commit there, now or, frozen, when it thaws.
+func (s *simSite) takesWrites() bool { return !s.crashed && !s.sro }
 
 // tracked is the operator's in-memory view of one site (observe.Tracker).
 type tracked struct {
@@ -78,6 +98,8 @@ type tracked struct {
 	last        *Observed
 	clone       CloneState
 	lagAtActive *int64
+	// sidecarSeen: the sidecar answered at the operator's last contact.
+	sidecarSeen bool
 }
 
 type world struct {
@@ -105,6 +127,10 @@ type world struct {
 	log        []string
 	hostToSite map[string]string
 	stats      harnessStats
+	// splitStart: the world started as a split brain (newWorld).
+	splitStart bool
+	// ackedStep: sites that acknowledged a client write in this step.
+	ackedStep map[string]bool
 }
 
 // harnessStats count what the sequences exercised, so a harness that stops
@@ -114,9 +140,21 @@ type harnessStats struct {
 	reclonesDiscarding                                                                       int
 	plannedHandoffs, plannedRollbacks                                                        int
 	staleWrites                                                                              int
+	// faults and outcomes count by name what each sequence injected and
+	// what came of it (printed at the end of the run).
+	faults, outcomes map[string]int
 }
 
 func (a *harnessStats) add(b harnessStats) {
+	if a.faults == nil {
+		a.faults, a.outcomes = map[string]int{}, map[string]int{}
+	}
+	for k, v := range b.faults {
+		a.faults[k] += v
+	}
+	for k, v := range b.outcomes {
+		a.outcomes[k] += v
+	}
 	a.bootstraps += b.bootstraps
 	a.failovers += b.failovers
 	a.splitBrainResolutions += b.splitBrainResolutions
@@ -131,10 +169,12 @@ func (a *harnessStats) add(b harnessStats) {
 
 func newWorld(seed uint64) *world {
 	w := &world{r: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), now: t0, sites: map[string]*simSite{},
-		completed: map[string]bool{}, hostToSite: map[string]string{}, ackedOn: map[string]gtid.Set{}}
+		completed: map[string]bool{}, hostToSite: map[string]string{}, ackedOn: map[string]gtid.Set{},
+		stats: harnessStats{faults: map[string]int{}, outcomes: map[string]int{}}}
 	for _, s := range fourSites {
 		w.order = append(w.order, s.Name)
-		w.sites[s.Name] = &simSite{name: s.Name, uuid: uuids[s.Name], lease: t0}
+		// mysqld starts super-read-only (the rendered my.cnf).
+		w.sites[s.Name] = &simSite{name: s.Name, uuid: uuids[s.Name], lease: t0, ro: true, sro: true}
 		w.hostToSite[SourceHost("shop", "orders", s.Name)] = s.Name
 	}
 	if w.r.IntN(2) == 0 {
@@ -145,7 +185,8 @@ func newWorld(seed uint64) *world {
 	if w.r.IntN(8) == 0 {
 		for _, n := range []string{"iad", "pdx"} {
 			s := w.sites[n]
-			s.writable = true
+			s.ro, s.sro = false, false
+			s.lease = t0.Add(3 * time.Second) // their sidecars were confirmed until shortly before
 			s.executed = s.executed.Add(gtid.GTID{UUID: s.uuid, GNO: 1})
 		}
 	}
@@ -177,28 +218,33 @@ func (s *simSite) commit() gtid.GTID {
 // fault applies one random fault or repair.
 func (w *world) fault() {
 	s := w.sites[w.order[w.r.IntN(len(w.order))]]
-	switch w.r.IntN(14) {
+	switch w.r.IntN(23) {
 	case 0:
 		if !s.crashed {
 			s.crashed = true
+			w.mysqldStopped(s)
 			w.logf("crash %s", s.name)
 		}
 	case 1:
 		if s.crashed {
 			// mysqld starts super-read-only; the channel restarts.
-			s.crashed, s.writable = false, false
+			s.crashed, s.ro, s.sro = false, true, true
 			w.logf("restart %s", s.name)
 		}
 	case 2:
-		s.frozen = !s.frozen
-		w.logf("freeze=%v %s", s.frozen, s.name)
+		if s.frozen {
+			w.thaw(s)
+		} else if !s.crashed {
+			s.frozen = true
+			w.logf("freeze %s", s.name)
+		}
 	case 3:
 		s.isolated = !s.isolated
 		w.logf("isolated=%v %s", s.isolated, s.name)
 	case 4:
 		s.lagging = !s.lagging
 	case 5:
-		if s.alive() && !s.writable && w.r.IntN(4) == 0 {
+		if s.alive() && s.sro && w.r.IntN(4) == 0 {
 			g := s.commit()
 			w.logf("errant write %s on %s", g, s.name)
 		}
@@ -212,43 +258,29 @@ func (w *world) fault() {
 	case 8:
 		s.oneWay = !s.oneWay
 		w.logf("operator cut off from %s one way=%v", s.name, s.oneWay)
+	default:
+		w.newFault(w.r.IntN(14))
 	}
 }
 
-// clients: the application writes through the published active site; a
-// stale client keeps writing to any writable site it still reaches.
+// clients: the application writes through the published active site
+// (without privileges: read_only refuses it); clients pinned to each
+// site's address, as clients behind a stale DNS answer are, keep writing
+// wherever they are (harness_faults_test.go, pinnedWrites).
 func (w *world) clients() {
-	if a := w.sites[w.status.ActiveSite]; a != nil && a.alive() && a.writable && w.r.IntN(2) == 0 {
-		w.ackedOn[a.name] = w.ackedOn[a.name].Add(a.commit())
+	if a := w.sites[w.status.ActiveSite]; a != nil && a.alive() && !a.sro && !a.ro && w.r.IntN(2) == 0 {
+		w.ack(a, "application")
 	}
-	if w.r.IntN(6) == 0 {
-		for _, n := range w.order {
-			if s := w.sites[n]; s.alive() && s.writable && n != w.status.ActiveSite {
-				g := s.commit()
-				w.logf("stale client write %s on %s", g, n)
-				break
-			}
-		}
-	}
+	w.pinnedWrites()
 }
 
-// sidecars: each sidecar that reaches the operator renews its lease while
-// the status the operator's cache serves confirms its site; a live site whose lease expired is
-// fenced before any client gets through.
+// sidecars: each running sidecar that reaches the operator renews its
+// lease while the status the operator's cache serves confirms its site;
+// one whose lease ran out starts its fence sequence, which completes within
+// hFenceBudget (harness_faults_test.go, sidecarRound).
 func (w *world) sidecars() {
 	for _, n := range w.order {
-		if s := w.sites[n]; !s.crashed && !s.isolated && w.cache.ActiveSite == n && w.cache.Transition == nil {
-			s.lease = w.now
-		}
-	}
-	for _, n := range w.order {
-		if t := w.cache.Transition; t != nil && t.TargetSite == n {
-			continue // being promoted: the transition names it
-		}
-		if s := w.sites[n]; s.alive() && s.writable && w.now.Sub(s.lease) >= hSelfFence {
-			s.writable = false
-			w.logf("%s self-fenced", n)
-		}
+		w.sidecarRound(w.sites[n])
 	}
 }
 
@@ -277,8 +309,13 @@ func (w *world) replicate() {
 func (w *world) poll() {
 	for _, n := range w.order {
 		s, m := w.sites[n], w.mem[n]
+		if s.operatorReaches() || (!s.isolated && !s.oneWay) {
+			// The operator asks the sidecar too, in every poll that gets
+			// through to the site (its mysqld may be down).
+			m.sidecarSeen = s.sidecarRuns(w.now)
+		}
 		if s.operatorReaches() {
-			o := &Observed{ServerUUID: s.uuid, Writable: s.writable, Executed: s.executed, Purged: s.purged, At: w.now}
+			o := &Observed{ServerUUID: s.uuid, Writable: !s.sro, ReadOnly: s.ro, Executed: s.executed, Purged: s.purged, At: w.now}
 			if s.source != "" {
 				io := "No"
 				if s.ioRunning {
@@ -316,7 +353,7 @@ func (w *world) input() Input {
 	obs := map[string]SiteInput{}
 	for _, n := range w.order {
 		m := w.mem[n]
-		si := SiteInput{Reach: m.reach, Fresh: m.fresh, Last: m.last, Clone: m.clone}
+		si := SiteInput{Reach: m.reach, Fresh: m.fresh, Last: m.last, Clone: m.clone, SidecarSeen: m.sidecarSeen}
 		if m.lagAtActive != nil {
 			si.LagAtLastActiveContact, si.LagAtLastActiveContactKnown = m.lagAtActive, true
 		}
@@ -380,14 +417,16 @@ func (w *world) recloneRequest() *RecloneInput {
 
 // act executes a decision as the manager does: the status write first when
 // asked, then the actions, stopping at a random point when the operator
-// "crashes"; the status after the actions otherwise.
-func (w *world) act(d Decision, check func(string, ...any)) {
+// "crashes"; the status after the actions otherwise. It reports whether
+// every action ran.
+func (w *world) act(d Decision, check func(string, ...any)) bool {
+	w.countDecision(d)
 	crashAt := -1
 	if w.r.IntN(10) == 0 {
 		crashAt = w.r.IntN(len(d.Actions) + 1)
 	}
 	if d.WriteFirst && !w.write(d.Status, check) {
-		return // the intent was not stored: nothing is acted on
+		return false // the intent was not stored: nothing is acted on
 	}
 	fenceFailed := false
 	for i, a := range d.Actions {
@@ -395,25 +434,32 @@ func (w *world) act(d Decision, check func(string, ...any)) {
 			w.logf("operator crashed before action %d", i)
 			w.stats.operatorCrashes++
 			w.resetMemory()
-			return
+			return false
 		}
 		if a.Kind == MakeWritable && fenceFailed {
 			continue
 		}
+		// Clients keep writing between the poll and each action.
+		if w.r.IntN(2) == 0 {
+			w.pinnedWrites()
+		}
 		ok := w.do(a, check)
 		if !ok && a.Kind == Fence {
 			fenceFailed = true
+			w.stats.outcomes["operator fence failed"]++
 		}
+		w.checkWorld(check)
 	}
 	if crashAt == len(d.Actions) && !d.WriteFirst {
 		w.logf("operator crashed before its status write")
 		w.stats.operatorCrashes++
 		w.resetMemory()
-		return
+		return true
 	}
 	if !d.WriteFirst {
 		w.write(d.Status, check)
 	}
+	return true
 }
 
 // write stores a decision's status as the manager does: nothing when it
@@ -554,12 +600,12 @@ func (w *world) do(a Action, check func(string, ...any)) bool {
 	}
 	switch a.Kind {
 	case Fence:
-		s.writable = false
+		return w.operatorFence(s)
 	case MakeWritable:
 		if a.ResetReplication {
 			s.source, s.ioRunning, s.sqlRunning, s.retrieved, s.ioErrno = "", false, false, gtid.Set{}, 0
 		}
-		s.writable = true
+		s.ro, s.sro = false, false
 		w.logf("%s made writable", a.Site)
 	case Repoint:
 		src := w.hostToSite[a.SourceHost]
@@ -633,31 +679,46 @@ func (w *world) recorded(site string, set gtid.Set) bool {
 	return false
 }
 
-// checkWorld (invariant 1): never two sites that accept writes at once,
-// except the split brain the world started with until it is resolved.
-func (w *world) checkWorld(splitStart bool, check func(string, ...any)) {
+// checkWorld (invariant 1) judges by the servers, never by the operator's
+// view: at no moment do two sites take client writes (super_read_only OFF,
+// running or frozen: a frozen one commits what its clients queued when it
+// thaws), trusted or not, and no two sites acknowledge client writes in the
+// same step; the only exception is the split brain the world started with,
+// until an active site is on record (docs/safety.md, rule 1 limits).
+func (w *world) checkWorld(check func(string, ...any)) {
+	if w.splitStart && w.status.ActiveSite == "" {
+		return
+	}
 	var writers []string
+	gap := false
 	for _, n := range w.order {
-		if s := w.sites[n]; s.alive() && s.writable {
+		s := w.sites[n]
+		gap = gap || s.unjudged()
+		if s.takesWrites() && !s.unjudged() {
 			writers = append(writers, n)
 		}
 	}
-	if len(writers) > 1 && !(splitStart && w.status.ActiveSite == "") {
-		check("sites %s all accept writes (active %q)", strings.Join(writers, ", "), w.status.ActiveSite)
+	if gap && w.sitesTakingWrites() > 1 {
+		w.stats.outcomes["two writers while a sidecar was stopped and its site cut off (the stated gap)"]++
 	}
-	if w.status.ActiveSite != "" && w.status.Transition == nil {
-		for _, n := range writers {
-			if n != w.status.ActiveSite && w.sites[w.status.ActiveSite].writable {
-				check("%s writable besides the active site %s", n, w.status.ActiveSite)
-			}
+	if len(writers) > 1 {
+		check("sites %s all take client writes (active %q)", strings.Join(writers, ", "), w.status.ActiveSite)
+	}
+	var acked []string
+	for _, n := range w.order {
+		if w.ackedStep[n] && !w.sites[n].unjudged() {
+			acked = append(acked, n)
 		}
+	}
+	if len(acked) > 1 {
+		check("sites %s all acknowledged client writes in the same step (active %q)", strings.Join(acked, ", "), w.status.ActiveSite)
 	}
 }
 
 // runSequence drives one seeded sequence; it returns the first violation.
 func runSequence(seed uint64) (harnessStats, error) {
 	w := newWorld(seed)
-	splitStart := w.sites["iad"].writable
+	w.splitStart = !w.sites["iad"].sro
 	var first string
 	check := func(format string, args ...any) {
 		if first == "" {
@@ -666,18 +727,24 @@ func runSequence(seed uint64) (harnessStats, error) {
 	}
 	for step := 0; step < hStepsPerSq && first == ""; step++ {
 		w.now = w.now.Add(hPoll)
+		w.ackedStep = map[string]bool{}
 		w.syncCache()
 		if step > 5 && w.r.IntN(3) == 0 {
 			w.fault()
 		}
+		w.heal()
 		w.sidecars()
+		w.checkWorld(check)
 		w.clients()
 		w.replicate()
-		w.checkWorld(splitStart, check)
+		w.checkWorld(check)
 		w.poll()
+		gaps := w.sawGaps()
 		d := Decide(w.input())
-		w.act(d, check)
-		w.checkWorld(splitStart, check)
+		if w.act(d, check) {
+			judgeGaps(gaps)
+		}
+		w.checkWorld(check)
 		for n, m := range w.mem {
 			if m.clone.Running {
 				w.mem[n].clone.Running = false
@@ -691,6 +758,7 @@ func runSequence(seed uint64) (harnessStats, error) {
 		}
 		return w.stats, fmt.Errorf("%s\nlast events:\n  %s", first, strings.Join(tail, "\n  "))
 	}
+	w.countEnd()
 	return w.stats, nil
 }
 
@@ -759,10 +827,36 @@ func TestInvariantHarness(t *testing.T) {
 		}
 		t.Errorf("seed %d (replay: HARNESS_SEED=%d go test ./pkg/topology -run TestInvariantHarness): %v", r.seed, r.seed, r.err)
 	}
+	faults, outcomes := total.faults, total.outcomes
+	total.faults, total.outcomes = nil, nil
 	t.Logf("%d sequences of %d steps in %s (%.0f sequences/s on %d workers), %d failed; exercised %+v",
 		n, hStepsPerSq, el.Round(time.Millisecond), float64(n)/el.Seconds(), workers, len(failed), total)
+	t.Logf("faults injected: %s", countsLine(faults))
+	t.Logf("outcomes: %s", countsLine(outcomes))
 	if n >= 1000 && (total.failovers == 0 || total.bootstraps == 0 || total.operatorCrashes == 0 || total.splitBrainResolutions == 0 || total.reclonesDiscarding == 0 ||
 		total.plannedHandoffs == 0 || total.plannedRollbacks == 0 || total.staleWrites == 0) {
 		t.Errorf("the sequences no longer reach every path: %+v", total)
 	}
+	if n >= 1000 {
+		for _, k := range harnessFaultNames {
+			if faults[k] == 0 {
+				t.Errorf("fault %q was never injected", k)
+			}
+		}
+		for _, k := range harnessOutcomeNames {
+			if outcomes[k] == 0 {
+				t.Errorf("outcome %q never happened: the faults no longer reach it", k)
+			}
+		}
+	}
+}
+
+func (w *world) sitesTakingWrites() int {
+	n := 0
+	for _, s := range w.sites {
+		if s.takesWrites() {
+			n++
+		}
+	}
+	return n
 }

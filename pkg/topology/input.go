@@ -48,8 +48,14 @@ type Replica struct {
 // Observed is one successful poll of a site.
 type Observed struct {
 	ServerUUID string
-	// Writable: read_only and super_read_only are both OFF.
+	// Writable: super_read_only is OFF, so the server commits client
+	// writes: every account's when read_only is OFF too, those of accounts
+	// with SUPER or CONNECTION_ADMIN when only read_only is ON. A site is
+	// fenced only when super_read_only is ON (!Writable; docs/safety.md).
 	Writable bool
+	// ReadOnly: read_only is ON. A Writable site that is ReadOnly is not
+	// fenced, and it does not serve the application either (serving).
+	ReadOnly bool
 	Executed gtid.Set
 	Purged   gtid.Set
 	// Replica is nil when the site has no replication channel.
@@ -57,6 +63,10 @@ type Observed struct {
 	// At is when the poll completed.
 	At time.Time
 }
+
+// serving: the site takes every account's writes (read_only and
+// super_read_only OFF), as the active site must.
+func (o *Observed) serving() bool { return o.Writable && !o.ReadOnly }
 
 // CloneState is the operator's in-memory record of clones into a site.
 type CloneState struct {
@@ -84,7 +94,14 @@ type SiteInput struct {
 	// mysqld healthy (protocol.SiteStatus.ReportsHealthyMySQL): the operator
 	// is cut off from mysqld by the network, the site is not dead.
 	SidecarHealthy bool
-	Clone          CloneState
+	// SidecarSeen: the site's sidecar answered the operator in the latest
+	// poll round in which the operator reached the site at all (its mysqld
+	// or its sidecar). False when the sidecar did not answer then, and when
+	// this operator process never reached the site: an old primary is
+	// taken to fence itself by SelfFenceBound only if its sidecar was seen
+	// running when the operator lost it (docs/safety.md, rule 1).
+	SidecarSeen bool
+	Clone       CloneState
 	// MutationError is the last failed repoint or replica start of the site,
 	// cleared by the next success.
 	MutationError string

@@ -234,3 +234,50 @@ func plannedWait(in PlannedAdmissionInput) (PlannedAdmission, bool) {
 	}
 	return PlannedAdmission{Phase: v1alpha1.PlannedFailoverAdmitting, WaitReason: reason, Message: msg}, true
 }
+
+// PlannedRequestAction is what becomes of a planned-failover annotation.
+type PlannedRequestAction int
+
+const (
+	// PlannedRequestClaim: store a new claim for the request.
+	PlannedRequestClaim PlannedRequestAction = iota
+	// PlannedRequestSkip: a run to the same target is already in flight
+	// (a repeat, or this annotation's own claim stored before a crash):
+	// the annotation is removed and nothing else changes.
+	PlannedRequestSkip
+	// PlannedRequestReject: the value does not parse, or a run to another
+	// target holds the claim; the run in flight is not touched.
+	PlannedRequestReject
+)
+
+// PlannedRequestVerdict is the verdict on an annotation, with the Event
+// that reports it (none for a claim: admission reports the run).
+type PlannedRequestVerdict struct {
+	Action  PlannedRequestAction
+	Request PlannedRequest
+	// Reason and Message are the Event's; Reason is empty for a claim.
+	Reason  string
+	Warning bool
+	Message string
+}
+
+// JudgePlannedRequest decides what an annotation value asks for, given the
+// stored claim (nil when there is none).
+func JudgePlannedRequest(cur *v1alpha1.PlannedFailoverStatus, value string) PlannedRequestVerdict {
+	req, err := ParsePlannedFailoverValue(value)
+	v := PlannedRequestVerdict{Request: req}
+	switch {
+	case err != nil:
+		v.Action, v.Reason, v.Warning = PlannedRequestReject, v1alpha1.EventPlannedFailoverRejected, true
+		v.Message = fmt.Sprintf("annotation %s=%q refused and removed: %v", AnnotationPlannedFailover, value, err)
+	case cur != nil && !cur.Phase.IsTerminal() && cur.TargetSite == req.Site:
+		v.Action, v.Reason = PlannedRequestSkip, v1alpha1.EventPlannedFailoverSkipped
+		v.Message = fmt.Sprintf("annotation %s=%q removed: run %s to site %s is already %s, so no second run is started",
+			AnnotationPlannedFailover, value, cur.RunID, cur.TargetSite, cur.Phase)
+	case cur != nil && !cur.Phase.IsTerminal():
+		v.Action, v.Reason, v.Warning = PlannedRequestReject, v1alpha1.EventPlannedFailoverRejected, true
+		v.Message = fmt.Sprintf("annotation %s=%q refused and removed: run %s to site %s is %s",
+			AnnotationPlannedFailover, value, cur.RunID, cur.TargetSite, cur.Phase)
+	}
+	return v
+}

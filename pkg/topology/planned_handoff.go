@@ -165,9 +165,20 @@ func maxLagWaitOf(c *v1alpha1.PlannedFailoverStatus) time.Duration {
 	return DefaultPlannedMaxLagWait
 }
 
-// clearHold handles the administrator's clear-hold request.
+// clearHold handles the administrator's clear-hold request. A request
+// naming the group while no hold is in place acknowledges nothing: it is
+// removed without effect (the manager removes the annotation), and the
+// Warning says so, since whoever set it may believe a hold was cleared.
 func (d *decider) clearHold() {
-	if !d.in.Planned.ClearHold || d.out.Status.AutomaticFailoverHold == nil {
+	if !d.in.Planned.ClearHold {
+		return
+	}
+	if d.in.Status.AutomaticFailoverHold == nil && d.out.Status.AutomaticFailoverHold == nil {
+		d.event(true, v1alpha1.EventPlannedFailoverHoldAcknowledgmentIgnored,
+			"annotation %s removed without effect: no automatic failover hold is in place", AnnotationClearAutomaticFailoverHold)
+		return
+	}
+	if d.out.Status.AutomaticFailoverHold == nil {
 		return
 	}
 	h := d.out.Status.AutomaticFailoverHold
@@ -301,7 +312,7 @@ func (d *decider) continuePlanned(t *v1alpha1.Transition) {
 	}
 	elapsed := since(&t.StartTime, d.in.Now)
 	if sv == nil || sv.Writable {
-		if sv != nil {
+		if sa := d.answer(src); sa != nil && sa.Writable {
 			d.act(Action{Kind: Fence, Site: src, Why: fmt.Sprintf("planned failover %s: the source stops taking writes", t.ID)})
 		}
 		d.act(Action{Kind: NotifySidecars, Why: t.Message})
@@ -335,6 +346,12 @@ func (d *decider) continuePlanned(t *v1alpha1.Transition) {
 		d.waiting = fmt.Sprintf("planned failover to %s: it lacks %s of the fenced source", target, missing)
 		return
 	}
+	if w := d.writersBesides(target); len(w) > 0 {
+		// Any other site answering writable is fenced first (issue 19).
+		d.fenceWritable(target, fmt.Sprintf("planned failover %s: only %s may take writes", t.ID, target))
+		d.waiting = fmt.Sprintf("planned failover to %s: fencing %s first", target, w[0])
+		return
+	}
 	nt := d.step(t, v1alpha1.StepPromoting)
 	if c != nil {
 		d.claimPhase(c, v1alpha1.PlannedFailoverPromoting)
@@ -349,8 +366,13 @@ func (d *decider) continuePlanned(t *v1alpha1.Transition) {
 // publish; a promotion never goes back.
 func (d *decider) plannedPromote(t *v1alpha1.Transition, c *v1alpha1.PlannedFailoverStatus) {
 	src, target := t.SourceSite, t.TargetSite
-	if sv := d.view(src); sv != nil && sv.Writable {
-		d.act(Action{Kind: Fence, Site: src, Why: fmt.Sprintf("planned failover %s: %s is being promoted", t.ID, target)})
+	if w := d.writersBesides(target); len(w) > 0 {
+		// Never made writable while the source (or any other site) answers
+		// writable: fenced, and the target made writable on an observation
+		// after the fence (issue 19).
+		d.fenceWritable(target, fmt.Sprintf("planned failover %s: %s is being promoted", t.ID, target))
+		d.waiting = fmt.Sprintf("planned failover to %s: fencing %s first", target, w[0])
+		return
 	}
 	tv := d.view(target)
 	if tv == nil || !tv.Writable {

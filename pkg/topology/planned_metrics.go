@@ -23,3 +23,13 @@ func PlannedOutcomeLabel(o v1alpha1.PlannedFailoverOutcome) string {
 	}
 	return b.String()
 }
+
+// PlannedOutcomes lists every outcome, in the order the planned-failover
+// counter's series are created (all at 0 from the start, so an alert on
+// increase() sees the first run that ends in one).
+var PlannedOutcomes = []v1alpha1.PlannedFailoverOutcome{PlannedOutcomeSucceeded, PlannedOutcomeNotStarted, PlannedOutcomeRolledBack,
+	PlannedOutcomeSourceLeftFenced, PlannedOutcomePromotedUnconfirmed, PlannedOutcomeManualRecoveryRequired}
+
+// PlannedDeferReasons lists every defer reason; the deferral counter has a
+// series per group for each from the group's first observation.
+var PlannedDeferReasons = []v1alpha1.PlannedFailoverDeferReason{PlannedDeferDeploymentHold, PlannedDeferCooldown}

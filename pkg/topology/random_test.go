@@ -34,9 +34,11 @@ func randomInput(r *rand.Rand) Input {
 	var status v1alpha1.MysqlFailoverGroupStatus
 	for _, s := range fourSites {
 		reach := []observe.Reachability{observe.Reachable, observe.Reachable, observe.Reachable, observe.Unreachable, observe.Suspect, observe.Unobserved}[r.IntN(6)]
-		si := SiteInput{Reach: reach}
+		si := SiteInput{Reach: reach, SidecarSeen: r.IntN(5) != 0}
 		if reach == observe.Reachable || r.IntN(2) == 0 {
 			o := &Observed{ServerUUID: uuids[s.Name], Writable: r.IntN(3) == 0, Executed: randomSet(r), At: t0}
+			// read_only=ON, super_read_only=OFF: not fenced (issue 19, hole 4).
+			o.ReadOnly = !o.Writable || r.IntN(4) == 0
 			if r.IntN(2) == 0 {
 				o.Purged = o.Executed.Intersect(randomSet(r))
 			}
@@ -130,13 +132,81 @@ func withTransition(st v1alpha1.MysqlFailoverGroupStatus, target string) v1alpha
 	return st
 }
 
-// trusted returns the observation Decide may rely on, or nil.
+// trusted returns the observation Decide may rely on to make a site
+// writable, choose it or clone it, or nil.
 func trusted(in Input, site string) *Observed {
 	si := in.Observed[site]
 	if si.Reach == observe.Reachable && si.Fresh {
 		return si.Last
 	}
 	return nil
+}
+
+// takesWrites reports whether the site's latest poll, trusted or not, found
+// super_read_only OFF: what the site answered is true whatever the
+// operator's trust in it, so the fencing checks below judge by it, never by
+// trusted() (issue 19: reusing the code's own definition hid holes 2 and 4).
+func takesWrites(in Input, site string) bool {
+	si := in.Observed[site]
+	return si.Fresh && si.Last != nil && si.Last.Writable
+}
+
+// mustFence is the site that may keep taking writes after this decision,
+// and whether the fencing check applies at all: not for planned runs (their
+// own checks below), a run the decision abandoned, or a group with no
+// active site and nothing recorded (bootstrap waiting, a split brain left
+// to a human: docs/safety.md, rule 1 limits).
+func mustFence(in Input, d Decision) (keep string, applies bool) {
+	tr := in.Status.Transition
+	switch {
+	case tr != nil && isPlannedKind(tr.Kind):
+		return "", false
+	case tr != nil && d.Status.Transition == nil && d.Status.ActiveSite == in.Status.ActiveSite:
+		return "", false // abandoned: judged again on the next decision
+	case tr != nil && tr.Kind == v1alpha1.TransitionAutomatic && !promoted(tr.Step):
+		return "", true
+	case tr != nil:
+		return tr.TargetSite, true
+	case in.Status.ActiveSite != "":
+		return in.Status.ActiveSite, true
+	case d.Status.Transition != nil:
+		return d.Status.Transition.TargetSite, true
+	}
+	return "", false
+}
+
+// checkFencing (holes 2 and 3): every site but the kept one that answered
+// writable is fenced in this decision; nothing is made writable while
+// another site answers writable; no site is repointed, restarted or cloned
+// on an observation that shows it writable, nor in a decision that fences it.
+func checkFencing(in Input, d Decision, fail func(string, ...any)) {
+	fenced := map[string]bool{}
+	for _, a := range d.Actions {
+		if a.Kind == Fence {
+			fenced[a.Site] = true
+		}
+	}
+	if keep, ok := mustFence(in, d); ok {
+		for _, s := range fourSites {
+			if s.Name != keep && takesWrites(in, s.Name) && !fenced[s.Name] {
+				fail("%s answered writable (reach %s) and is not fenced (keeping %q)", s.Name, in.Observed[s.Name].Reach, keep)
+			}
+		}
+	}
+	for _, a := range d.Actions {
+		switch a.Kind {
+		case MakeWritable:
+			for _, s := range fourSites {
+				if s.Name != a.Site && takesWrites(in, s.Name) {
+					fail("made %s writable while %s answers writable (reach %s)", a.Site, s.Name, in.Observed[s.Name].Reach)
+				}
+			}
+		case Repoint, StartReplica, Clone:
+			if takesWrites(in, a.Site) || fenced[a.Site] {
+				fail("%s of %s on an observation from before its fence", a.Kind, a.Site)
+			}
+		}
+	}
 }
 
 // TestDecideInvariants checks the safety rules on many random inputs: a
@@ -217,7 +287,7 @@ func TestDecideInvariants(t *testing.T) {
 					if !extra.IsEmpty() {
 						fail("made %s writable although %s holds %s it lacks", a.Site, s.Name, extra.OneLine())
 					}
-					if o.Writable && !fenced[s.Name] {
+					if takesWrites(in, s.Name) && !fenced[s.Name] {
 						fail("made %s writable while %s is writable and not fenced first", a.Site, s.Name)
 					}
 				}
@@ -265,12 +335,16 @@ func TestDecideInvariants(t *testing.T) {
 			claimsSucceeded++
 		}
 		checkClaim(in, d, fail)
+		checkFencing(in, d, fail)
 		if in.Status.Transition == nil && d.Status.Transition != nil && d.Status.Transition.Kind == v1alpha1.TransitionAutomatic {
 			if in.Observed[in.Status.ActiveSite].Reach != observe.Unreachable {
 				fail("failover started while the active site is %s", in.Observed[in.Status.ActiveSite].Reach)
 			}
 			if lf := in.Status.LastFailover; lf != nil && in.Now.Sub(lf.Time.Time) < in.Failover.Cooldown {
 				fail("failover started inside the cooldown")
+			}
+			if !in.Observed[in.Status.ActiveSite].SidecarSeen && in.Failover.Override == "" {
+				fail("failover started although the active site's sidecar was not seen running")
 			}
 			target := d.Status.Transition.TargetSite
 			if newRole(target) != v1alpha1.SiteRolePrimaryCandidate || trusted(in, target) == nil {
@@ -299,8 +373,8 @@ func checkFailoverPromotion(t *testing.T, in Input, d Decision, a Action, fenced
 	if a.Site != tr.TargetSite {
 		fail("made %s writable during a failover to %s", a.Site, tr.TargetSite)
 	}
-	if o := trusted(in, tr.SourceSite); o != nil && o.Writable && !fenced[tr.SourceSite] {
-		fail("made %s writable while the old primary %s is writable and not fenced first", a.Site, tr.SourceSite)
+	if takesWrites(in, tr.SourceSite) {
+		fail("made %s writable while the old primary %s answers writable", a.Site, tr.SourceSite)
 	}
 	if promoted(tr.Step) {
 		return
@@ -308,8 +382,10 @@ func checkFailoverPromotion(t *testing.T, in Input, d Decision, a Action, fenced
 	if tr.Step != v1alpha1.StepCatchingUp {
 		fail("made %s writable at step %q", a.Site, tr.Step)
 	}
-	src := trusted(in, tr.SourceSite)
-	if dl := tr.SourceFenceDeadline; (src == nil || src.Writable) && (dl == nil || in.Now.Before(dl.Time)) {
+	// CatchingUp without a deadline was recorded on an answer that showed the
+	// source fenced (continueFailover), and a fence is never undone.
+	src := in.Observed[tr.SourceSite]
+	if dl := tr.SourceFenceDeadline; (!src.Fresh || src.Last == nil || src.Last.Writable) && dl != nil && in.Now.Before(dl.Time) {
 		fail("made %s writable before the old primary's self-fence deadline", a.Site)
 	}
 	target := trusted(in, a.Site)
@@ -323,6 +399,9 @@ func checkFailoverPromotion(t *testing.T, in Input, d Decision, a Action, fenced
 
 func dump(in Input) string {
 	out := ""
+	if tr := in.Status.Transition; tr != nil {
+		out += fmt.Sprintf("\n  transition %s %s -> %s step %s", tr.Kind, tr.SourceSite, tr.TargetSite, tr.Step)
+	}
 	for _, s := range fourSites {
 		si := in.Observed[s.Name]
 		out += fmt.Sprintf("\n  %s reach=%s fresh=%v", s.Name, si.Reach, si.Fresh)
@@ -342,8 +421,8 @@ func checkPlannedPromotion(in Input, d Decision, a Action, fenced map[string]boo
 	if a.Site != tr.TargetSite {
 		fail("made %s writable during a planned handoff to %s", a.Site, tr.TargetSite)
 	}
-	if o := trusted(in, tr.SourceSite); o != nil && o.Writable && !fenced[tr.SourceSite] {
-		fail("made %s writable while the source %s is writable and not fenced first", a.Site, tr.SourceSite)
+	if takesWrites(in, tr.SourceSite) {
+		fail("made %s writable while the source %s answers writable", a.Site, tr.SourceSite)
 	}
 	if promoted(tr.Step) {
 		return

@@ -31,8 +31,8 @@ func TestReturningOldPrimaryRejoins(t *testing.T) {
 	// Back, writable (it never fenced itself), with a subset of pdx's set.
 	obs["iad"] = site("iad", true, "I:1-10", nil)
 	back := Decide(failoverInput(obs, gone.Status))
-	if got := strings.Join(actions(back), ","); !strings.HasPrefix(got, "Fence iad") || !strings.Contains(got, "Repoint iad") {
-		t.Fatalf("actions %q: fence first, then repoint", got)
+	if got := strings.Join(actions(back), ","); !strings.HasPrefix(got, "Fence iad") || strings.Contains(got, "Repoint iad") {
+		t.Fatalf("actions %q: fenced, and repointed only on a later poll that shows it fenced", got)
 	}
 	if s := siteStatus(back, "iad"); s.RecoveryState != v1alpha1.RecoveryInProgress || s.DivergentGTID != "" {
 		t.Fatalf("iad %+v", s)
@@ -48,9 +48,19 @@ func TestReturningOldPrimaryRejoins(t *testing.T) {
 		t.Fatalf("deployment API stable during the recovery: %+v", v)
 	}
 
-	// Fenced and repointed, replication not started yet: still in progress.
+	// Observed fenced: repointed now.
+	obs["iad"] = site("iad", false, "I:1-10", nil)
+	fenced := Decide(failoverInput(obs, back.Status))
+	if got := strings.Join(actions(fenced), ","); !strings.Contains(got, "Repoint iad") || strings.Contains(got, "Fence iad") {
+		t.Fatalf("actions %q once fenced: repoint", got)
+	}
+	if s := siteStatus(fenced, "iad"); s.RecoveryState != v1alpha1.RecoveryInProgress {
+		t.Fatalf("iad fenced, being repointed %+v", s)
+	}
+
+	// Repointed, replication not started yet: still in progress.
 	obs["iad"] = site("iad", false, "I:1-10", &Replica{SourceHost: pdxHost, SourcePort: 3306, IORunning: "Connecting"})
-	mid := Decide(failoverInput(obs, back.Status))
+	mid := Decide(failoverInput(obs, fenced.Status))
 	if s := siteStatus(mid, "iad"); s.RecoveryState != v1alpha1.RecoveryInProgress {
 		t.Fatalf("iad mid-recovery %+v", s)
 	}

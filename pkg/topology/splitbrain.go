@@ -102,8 +102,8 @@ func (d *decider) continueSplitBrain(t *v1alpha1.Transition) {
 		return
 	}
 	d.fenceWritable(keep, fmt.Sprintf("split brain: site %s is kept (sitePriorities)", keep))
-	if others := d.writableSites(); len(others) > 1 {
-		d.degrade(v1alpha1.ReasonSplitBrain, "sites %s are all writable; fencing all but %s", strings.Join(others, ", "), keep)
+	if others := d.writersBesides(keep); len(others) > 0 {
+		d.degrade(v1alpha1.ReasonSplitBrain, "sites %s and %s are all writable; fencing all but %s", strings.Join(others, ", "), keep, keep)
 		d.waiting = "split brain: fencing every site but " + keep
 		return
 	}

@@ -80,6 +80,8 @@ type Controller struct {
 	crdMu      sync.Mutex
 	crdChecked time.Time
 	crdPresent bool
+
+	skew skewWarnings
 }
 
 // New builds the controller on d's clients and informers and registers its

@@ -94,6 +94,7 @@ func (c *Controller) reconcile(ctx context.Context, key controller.Key) (control
 		return controller.Result{}, err
 	}
 	if g.DeletionTimestamp != nil {
+		c.forgetSkew(g.UID)
 		return controller.Result{}, c.finalize(ctx, g)
 	}
 	if !hasFinalizer(g) {
@@ -105,9 +106,11 @@ func (c *Controller) reconcile(ctx context.Context, key controller.Key) (control
 	}
 
 	p := &pass{c: c, g: g, kube: kf, sts: map[string]*appsv1.StatefulSet{}, pods: map[string]*corev1.Pod{}}
+	c.sidecarSkew(g)
 	p.sites(ctx)
 	p.services(ctx)
 	p.activeLabels(ctx)
+	p.readPool(ctx)
 	p.dns(ctx)
 	p.taints(ctx)
 	p.resourcesReady()

@@ -9,6 +9,7 @@ package topologymanager
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -111,8 +112,10 @@ type groupState struct {
 	// answered (automatic failover's lag guard).
 	lagAtActive map[string]*int64
 	// sidecarHealthy: in the site's latest poll mysqld did not answer but
-	// its sidecar reported it healthy; pollFailed: that poll failed.
-	sidecarHealthy, pollFailed map[string]bool
+	// its sidecar reported it healthy; pollFailed: that poll failed;
+	// sidecarSeen: its sidecar answered in the latest poll that reached the
+	// site at all (topology.SiteInput.SidecarSeen).
+	sidecarHealthy, pollFailed, sidecarSeen map[string]bool
 }
 
 type siteClient struct {
@@ -164,7 +167,7 @@ func (m *Manager) state(key string) *groupState {
 	if s == nil {
 		s = &groupState{clients: map[string]*siteClient{}, clones: map[string]*topology.CloneState{}, mutation: map[string]string{}}
 		s.lagAtActive = map[string]*int64{}
-		s.sidecarHealthy, s.pollFailed = map[string]bool{}, map[string]bool{}
+		s.sidecarHealthy, s.pollFailed, s.sidecarSeen = map[string]bool{}, map[string]bool{}, map[string]bool{}
 		m.groups[key] = s
 	}
 	return s
@@ -347,62 +350,53 @@ func (p *mpass) client(site string) (*mysql.Client, error) {
 	return c, nil
 }
 
-// probe polls one site: identity, GTID sets and replication channel. While
-// the site's polls fail, its sidecar is asked for its own view at the same
-// time, under the same deadline (a blackholed mysqld port uses the whole of
-// it), and its answer is kept when mysqld did not answer: the second source
-// of docs/sidecar.md.
+// probe polls one site: identity, GTID sets and replication channel. Its
+// sidecar is asked for its own view at the same time, under the same
+// deadline (a blackholed mysqld port uses the whole of it): while mysqld
+// answers, whether the sidecar runs (an old primary is only known to fence
+// itself if it did when the operator lost it); when mysqld does not, the
+// second source of docs/sidecar.md.
 func (p *mpass) probe(ctx context.Context, site string) (Sample, error) {
-	if !p.failing(site) {
-		// A site that answered last time is not asked twice: a failover
-		// needs failureThreshold failed polls, so the sidecar's word is in
-		// hand by then.
-		s, err := p.probeMySQL(ctx, site)
-		p.noteSidecar(site, false, err != nil)
-		return s, err
-	}
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	side := p.askSidecar(sctx, site)
 	s, err := p.probeMySQL(ctx, site)
-	if err == nil {
-		p.noteSidecar(site, false, false)
-		return s, nil
-	}
-	p.noteSidecar(site, <-side, true)
+	p.noteSidecar(site, <-side, err != nil)
 	return s, err
 }
 
-// failing reports whether the site's latest poll failed.
-func (p *mpass) failing(site string) bool {
-	p.m.mu.Lock()
-	defer p.m.mu.Unlock()
-	return p.st.pollFailed[site]
-}
+// sidecarAnswer is what a site's sidecar said: answered (any HTTP answer:
+// its process runs) and whether it reports its local mysqld healthy.
+type sidecarAnswer struct{ answered, healthy bool }
 
-// askSidecar fetches the site's sidecar /status in the background; the
-// channel yields whether it reports a healthy local mysqld.
-func (p *mpass) askSidecar(ctx context.Context, site string) <-chan bool {
-	out := make(chan bool, 1)
+// askSidecar fetches the site's sidecar /status in the background.
+func (p *mpass) askSidecar(ctx context.Context, site string) <-chan sidecarAnswer {
+	out := make(chan sidecarAnswer, 1)
 	addr, err := p.m.opts.Resolver.SidecarAddr(siteKey(p.g, site))
 	if err != nil {
-		out <- false // no sidecar address known (development map without sidecar=)
+		out <- sidecarAnswer{} // no sidecar address known (development map without sidecar=)
 		return out
 	}
 	maxAge := 3 * p.peerCheckInterval()
 	go func() {
 		st, err := (protocol.Client{}).SiteStatus(ctx, addr)
-		out <- err == nil && st.ReportsHealthyMySQL(maxAge)
+		var httpErr *protocol.Error
+		out <- sidecarAnswer{answered: err == nil || errors.As(err, &httpErr), healthy: err == nil && st.ReportsHealthyMySQL(maxAge)}
 	}()
 	return out
 }
 
-// noteSidecar records the second source's verdict and whether mysqld
-// failed this poll.
-func (p *mpass) noteSidecar(site string, healthy, failed bool) {
+// noteSidecar records the second source's verdict, whether mysqld failed
+// this poll, and whether the sidecar runs, when this poll reached the site
+// at all (mysqld or the sidecar answered): a site cut off entirely keeps
+// what was seen at the last contact.
+func (p *mpass) noteSidecar(site string, a sidecarAnswer, failed bool) {
 	p.m.mu.Lock()
 	defer p.m.mu.Unlock()
-	p.st.sidecarHealthy[site], p.st.pollFailed[site] = healthy, failed
+	p.st.sidecarHealthy[site], p.st.pollFailed[site] = a.healthy && failed, failed
+	if !failed || a.answered {
+		p.st.sidecarSeen[site] = a.answered
+	}
 }
 
 func (p *mpass) peerCheckInterval() time.Duration {
@@ -458,7 +452,7 @@ func (p *mpass) input(results map[string]observe.Result[Sample]) topology.Input 
 		}
 		in.Sites = append(in.Sites, topology.SiteSpec{Name: s.Name, Role: role})
 		r := results[s.Name]
-		si := topology.SiteInput{Reach: r.Health.Reach, Fresh: r.Fresh, MutationError: p.st.mutation[s.Name]}
+		si := topology.SiteInput{Reach: r.Health.Reach, Fresh: r.Fresh, MutationError: p.st.mutation[s.Name], SidecarSeen: p.st.sidecarSeen[s.Name]}
 		if r.Err != nil {
 			si.PollError = r.Err.Error()
 			si.SidecarHealthy = p.st.sidecarHealthy[s.Name]
@@ -477,9 +471,11 @@ func (p *mpass) input(results map[string]observe.Result[Sample]) topology.Input 
 	return in
 }
 
+// toObserved: fenced means super_read_only=ON, so Writable is its negation;
+// read_only=ON alone still lets SUPER and CONNECTION_ADMIN accounts write.
 func toObserved(s *observe.Sample[Sample]) *topology.Observed {
 	o := s.Value.Observation
-	out := &topology.Observed{ServerUUID: o.ServerUUID, Writable: o.Writable(), Executed: o.GTIDExecuted, Purged: o.GTIDPurged, At: s.At}
+	out := &topology.Observed{ServerUUID: o.ServerUUID, Writable: !o.SuperReadOnly, ReadOnly: o.ReadOnly, Executed: o.GTIDExecuted, Purged: o.GTIDPurged, At: s.At}
 	if r := s.Value.Replica; r != nil {
 		out.Replica = &topology.Replica{
 			SourceHost: r.SourceHost, SourcePort: r.SourcePort, IORunning: r.ReplicaIORunning, SQLRunning: r.SQLRunning(),

@@ -30,6 +30,7 @@ func (p *mpass) execute(ctx context.Context, d topology.Decision) (*v1alpha1.Mys
 		if err != nil {
 			return p.g, fmt.Errorf("record topology intent: %w", err)
 		}
+		p.logStateChanges(p.g, g)
 		p.g = g
 		p.events(d.Events)
 		p.m.opts.Metrics.transitionWritten(p.prevTransition, d.Status, p.m.opts.Now())
@@ -53,6 +54,7 @@ func (p *mpass) execute(ctx context.Context, d topology.Decision) (*v1alpha1.Mys
 	if err != nil {
 		return p.g, fmt.Errorf("update status: %w", err)
 	}
+	p.logStateChanges(p.g, g)
 	p.g = g
 	p.events(d.Events)
 	return g, nil
@@ -139,9 +141,10 @@ func (p *mpass) do(ctx context.Context, a topology.Action) error {
 	switch a.Kind {
 	case topology.Fence:
 		if err := p.fence(actx, c, a.Site); err != nil {
-			log.Error("fence failed", "err", err.Error())
+			log.Error("fence failed", "role", siteRole(p.g, a.Site), "err", err.Error())
 			return err
 		}
+		log.Info("site fenced", "role", siteRole(p.g, a.Site), "why", a.Why)
 		p.recordf(corev1.EventTypeWarning, v1alpha1.EventSiteFenced, "site %s fenced (super_read_only=ON): %s", a.Site, a.Why)
 	case topology.MakeWritable:
 		f := c.Unfence

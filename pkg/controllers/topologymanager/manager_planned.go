@@ -105,11 +105,12 @@ func (p *mpass) plannedProgress(before *v1alpha1.PlannedFailoverStatus) {
 		from = string(before.Phase)
 	}
 	attrs := []any{"runID", after.RunID, "from", from, "to", string(after.Phase),
-		"sourceSite", after.SourceSite, "targetSite", after.TargetSite}
+		"sourceSite", after.SourceSite, "targetSite", after.TargetSite, "role", siteRole(p.g, after.TargetSite)}
 	if r := after.Result; r != nil && after.Phase.IsTerminal() {
 		attrs = append(attrs, "outcome", string(r.Outcome), "reason", string(r.Reason))
 	}
 	p.log.Info("planned failover phase changed", attrs...)
+	// broken
 	if after.Phase.IsTerminal() && after.Result != nil {
 		var took time.Duration
 		if after.RequestTime != nil && after.CompletionTime != nil {

@@ -96,22 +96,13 @@ func (a *PlannedAdmitter) Step(ctx context.Context, g *v1alpha1.MysqlFailoverGro
 // takeRequest stores the claim an annotation asks for, or refuses it, and
 // then removes the annotation.
 func (a *PlannedAdmitter) takeRequest(ctx context.Context, g *v1alpha1.MysqlFailoverGroup, value string) (*v1alpha1.MysqlFailoverGroup, time.Duration, error) {
-	cur := g.Status.PlannedFailover
-	switch req, err := topology.ParsePlannedFailoverValue(value); {
-	case err != nil:
-		a.Recorder.Eventf(g, corev1.EventTypeWarning, v1alpha1.EventPlannedFailoverRejected,
-			"annotation %s=%q refused and removed: %v", topology.AnnotationPlannedFailover, value, err)
-	case cur != nil && !cur.Phase.IsTerminal() && cur.TargetSite == req.Site:
-		// Our own claim from before a crash, or a repeat: nothing new.
-	case cur != nil && !cur.Phase.IsTerminal():
-		a.Recorder.Eventf(g, corev1.EventTypeWarning, v1alpha1.EventPlannedFailoverRejected,
-			"annotation %s=%q refused and removed: run %s to site %s is %s", topology.AnnotationPlannedFailover, value, cur.RunID, cur.TargetSite, cur.Phase)
-	default:
+	v := topology.JudgePlannedRequest(g.Status.PlannedFailover, value)
+	if v.Action == topology.PlannedRequestClaim {
 		wait := time.Duration(0)
 		if s := g.Spec.PlannedFailover; s != nil && s.MaxLagWait != nil {
 			wait = s.MaxLagWait.Duration
 		}
-		stored, err := StorePlannedClaim(ctx, a.Ship, g, topology.NewPlannedClaim(req, a.NewRunID(), g.Status.ActiveSite, wait, a.Now()))
+		stored, err := StorePlannedClaim(ctx, a.Ship, g, topology.NewPlannedClaim(v.Request, a.NewRunID(), g.Status.ActiveSite, wait, a.Now()))
 		if err != nil {
 			return g, 0, err
 		}
@@ -124,6 +115,15 @@ func (a *PlannedAdmitter) takeRequest(ctx context.Context, g *v1alpha1.MysqlFail
 	updated, err := a.Ship.ShipstreamV1alpha1().MysqlFailoverGroups(g.Namespace).Update(ctx, out, metav1.UpdateOptions{})
 	if err != nil {
 		return g, 0, fmt.Errorf("remove annotation %s: %w", topology.AnnotationPlannedFailover, err)
+	}
+	// Reported once the annotation is gone, so a retried removal does not
+	// report the same request twice.
+	if v.Reason != "" {
+		typ := corev1.EventTypeNormal
+		if v.Warning {
+			typ = corev1.EventTypeWarning
+		}
+		a.Recorder.Event(updated, typ, v.Reason, v.Message)
 	}
 	return updated, plannedAdmittingPoll, nil
 }

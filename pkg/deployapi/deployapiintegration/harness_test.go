@@ -22,6 +22,7 @@ import (
 	"github.com/shipstream/bloodraven/pkg/apis/shipstream/v1alpha1"
 	"github.com/shipstream/bloodraven/pkg/deployapi"
 	"github.com/shipstream/bloodraven/pkg/leasestore"
+	"github.com/shipstream/bloodraven/pkg/logschema"
 )
 
 var cp *framework.ControlPlane
@@ -181,6 +182,18 @@ func (e *env) checkLogs() {
 				e.t.Errorf("log record lacks %q: %s", k, line)
 			}
 		}
+	}
+	// And each record as docs/logs.md lists it (fields, their types).
+	schema, err := logschema.Load()
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	ps, err := schema.CheckLines(logschema.Operator, strings.NewReader(out))
+	if err != nil {
+		e.t.Error(err)
+	}
+	for _, p := range ps {
+		e.t.Errorf("log record not in docs/logs.md: %s", p)
 	}
 }
 

@@ -8,6 +8,7 @@ package kubeenv
 
 import (
 	"context"
+	"log/slog"
 	"sync"
 	"testing"
 
@@ -20,6 +21,7 @@ import (
 	"github.com/shipstream/bloodraven/generated/clientset/versioned"
 	shipinformers "github.com/shipstream/bloodraven/generated/informers/externalversions"
 	"github.com/shipstream/bloodraven/pkg/eventrecorder"
+	"github.com/shipstream/bloodraven/pkg/logschema"
 	"github.com/shipstream/bloodraven/pkg/messagecheck"
 	"github.com/shipstream/bloodraven/pkg/metrics"
 	"github.com/shipstream/bloodraven/pkg/operator"
@@ -60,6 +62,10 @@ func InNamespace(t testing.TB, cp *framework.ControlPlane, namespace string) *En
 type Instance struct {
 	env  *Env
 	Deps operator.Deps
+	// Logs records what the instance's controllers log (Deps.Log, also
+	// passed on to slog's default); every record is checked against
+	// docs/logs.md when the test ends.
+	Logs *logschema.Recorder
 
 	ctx        context.Context
 	cancel     context.CancelFunc
@@ -80,9 +86,14 @@ func (e *Env) NewInstance(others ...*Env) *Instance {
 		inf.Shipstream[ns.Namespace] = shipinformers.NewSharedInformerFactoryWithOptions(e.Ship, 0, shipinformers.WithNamespace(ns.Namespace))
 		inf.Kube[ns.Namespace] = kubeinformers.NewSharedInformerFactoryWithOptions(e.Kube, 0, kubeinformers.WithNamespace(ns.Namespace))
 	}
+	logs := logschema.NewRecorder(logschema.Operator)
+	// Registered before Start's cleanup, so it runs after the instance
+	// stopped and sees every record.
+	e.T.Cleanup(func() { logs.Check(e.T) })
 	return &Instance{
-		env: e, ctx: ctx, cancel: cancel, stopEvents: stopEvents,
-		Deps: operator.Deps{Kube: e.Kube, Shipstream: e.Ship, Dynamic: e.Dyn, Informers: inf, Recorder: recorder, Metrics: metrics.NewRegistry()},
+		env: e, ctx: ctx, cancel: cancel, stopEvents: stopEvents, Logs: logs,
+		Deps: operator.Deps{Kube: e.Kube, Shipstream: e.Ship, Dynamic: e.Dyn, Informers: inf, Recorder: recorder, Metrics: metrics.NewRegistry(),
+			Log: logs.Logger(slog.Default().Handler())},
 	}
 }
 

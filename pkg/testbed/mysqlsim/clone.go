@@ -85,8 +85,9 @@ func (s *Server) execClone(sess *session, c *cursor) error {
 	s.mu.Lock()
 	s.stopReplicationThreadsLocked()
 	s.installSnapshotLocked(snap)
+	s.saveLocked() // the clone is on disk before the restart
 	if !s.cfg.Unsupervised {
-		s.stopLocked() // drops every session, including this one
+		s.shutdownLocked(true) // drops every session, including this one
 	}
 	s.mu.Unlock()
 	go func() {
@@ -95,7 +96,7 @@ func (s *Server) execClone(sess *session, c *cursor) error {
 			// (sql_admin.cc: "Shutdown server if restart failed").
 			time.Sleep(50 * time.Millisecond)
 			s.mu.Lock()
-			s.stopLocked()
+			s.shutdownLocked(true)
 			s.mu.Unlock()
 		}
 		time.Sleep(100 * time.Millisecond) // the restart takes a moment, as mysqld's does
@@ -169,6 +170,7 @@ func (s *Server) installSnapshotLocked(snap cloneSnapshot) {
 		s.st.dbs[name] = d
 	}
 	s.st.executed, s.st.purged, s.st.binlog = snap.executed, snap.executed, nil
+	s.removeBinlogFilesLocked() // binlog.go
 	if ch := s.st.repl; ch != nil {
 		ch.relay, ch.retrieved = nil, gtid.Set{}
 	}

@@ -17,6 +17,7 @@ import (
 //	POST /freeze, /thaw                   stop answering anything / resume
 //	POST /partition?client=NAME[&client=] cut off clients by program_name ("mysqlsim:<name>" for peers)
 //	POST /heal                            lift all partitions
+//	POST /rollback-time?duration=D        a killed open write transaction rolls back for D (0: at once)
 //	POST /receiver/stop?errno=N&message=M stop the replication receiver with an error
 //	POST /applier/stop?errno=N&message=M  stop the replication applier with an error
 //	POST /lag?delay=DURATION              apply each received transaction DURATION after its commit
@@ -51,6 +52,7 @@ func ControlHandler(s *Server) http.Handler {
 		return nil, nil
 	})
 	post("/heal", func(*http.Request) (any, error) { s.Heal(); return nil, nil })
+	post("/rollback-time", func(r *http.Request) (any, error) { return nil, setRollbackTime(s, r) }) // rollback.go
 	post("/receiver/stop", func(r *http.Request) (any, error) {
 		errno, msg, err := errnoMessage(r)
 		if err != nil {

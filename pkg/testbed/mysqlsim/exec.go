@@ -93,6 +93,10 @@ func (s *Server) dispatch(sess *session, first token, c *cursor) (*gomysql.Resul
 		// DO evaluates expressions and discards the result (e.g. DO SLEEP(1)).
 		_, err := s.selectExprs(sess, c)
 		return nil, nil, err
+	case first.isKw("FLUSH") && c.peek().isKw("BINARY", "LOCAL", "NO_WRITE_TO_BINLOG"):
+		return nil, nil, s.execFlushBinaryLogs(sess, c)
+	case first.isKw("PURGE"):
+		return nil, nil, s.execPurgeBinaryLogs(sess, c)
 	case first.isKw("UPDATE", "REPLACE", "ALTER", "TRUNCATE", "RENAME", "GRANT", "REVOKE", "FLUSH",
 		"PURGE", "LOCK", "UNLOCK", "INSTALL", "ANALYZE", "OPTIMIZE", "CALL", "LOAD", "HANDLER", "XA"):
 		return nil, nil, errNotSupported(strings.ToUpper(first.text) + " in the Bloodraven MySQL simulator")

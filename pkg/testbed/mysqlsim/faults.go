@@ -78,33 +78,43 @@ func (s *Server) holdIfCutOff(sess *session) error {
 	}
 }
 
-// Crash stops the server as a crash would: the listener closes, every
-// connection drops, the replication threads stop. State on "disk" (data,
-// GTIDs, relay log, replication configuration, persisted variables) is kept.
+// Crash stops the server as a killed mysqld stops: the listener closes,
+// every connection drops, the replication threads stop, and all of its
+// memory is dropped, including journal records not yet written (with
+// relaxed sync_binlog / innodb_flush_log_at_trx_commit). What remains is
+// the data directory, which the stopped server then shows (Snapshot).
 func (s *Server) Crash() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.log.Warn("mysqld crashed (injected)")
-	s.stopLocked()
+	s.shutdownLocked(false)
+	if err := s.peekLocked(); err != nil {
+		s.log.Error("reading the data directory after the crash failed", "err", err.Error())
+	}
 }
 
-// Restart starts a crashed (or cloned) server again on the same address.
-// Non-persisted global variables return to their configured values, and the
-// replication threads start if they were running, as mysqld does at startup
-// (unless Config.SkipReplicaStart).
+// Restart starts a crashed (or cloned) server again on the same address; a
+// running one is shut down cleanly first. The new server is built from the
+// data directory alone: global variables return to the configuration and
+// the SET PERSIST values, and the replication threads start if they were
+// running, as mysqld does at startup (unless Config.SkipReplicaStart).
 func (s *Server) Restart() error {
 	s.mu.Lock()
-	if s.running {
-		s.stopLocked()
-	}
-	s.st.readOnly = s.cfg.ReadOnly || s.cfg.SuperReadOnly
-	s.st.superReadOnly = s.cfg.SuperReadOnly
-	s.st.offlineMode = false
-	for name, v := range s.st.persisted {
-		_ = s.setGlobalLocked(&session{user: User{Name: "startup", Role: RoleAdmin}}, name, v)
-	}
+	s.shutdownLocked(true)
 	s.mu.Unlock()
 	return s.Start()
+}
+
+// shutdownLocked stops serving, then closes the journal: clean writes
+// everything and removes the pid file (a shutdown); otherwise what was not
+// written is lost and the pid file stays (a crash).
+func (s *Server) shutdownLocked(clean bool) {
+	s.stopLocked()
+	s.closeBinlogFilesLocked(clean)
+	s.closeRedoLocked(clean)
+	if clean {
+		s.removePIDFile()
+	}
 }
 
 // Running reports whether the server is up (not crashed or closed).
@@ -244,8 +254,10 @@ func (s *Server) InjectErrantTransactions(n int) gtid.Set {
 func (s *Server) PurgeBinaryLogs() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.purgeAllBinlogFilesLocked()
 	s.st.purged = s.st.executed
 	s.st.binlog = nil
+	s.saveLocked()
 	s.notifyLocked()
 }
 

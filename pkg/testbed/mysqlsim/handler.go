@@ -40,8 +40,9 @@ func (a *authHandler) OnAuthSuccess(c *server.Conn) error {
 	a.s.mu.Lock()
 	a.sess.user = u
 	a.sess.program = c.Attributes()["program_name"]
+	err := a.s.admitLocked(a.sess) // connlimit.go
 	a.s.mu.Unlock()
-	return nil
+	return err
 }
 
 func (a *authHandler) OnAuthFailure(*server.Conn, error) {}

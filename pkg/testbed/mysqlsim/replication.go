@@ -228,6 +228,7 @@ func (s *Server) execChangeSource(sess *session, c *cursor) error {
 		ch.lastIOErrno, ch.lastIOError, ch.lastIOErrorTime = 0, "", time.Time{}
 	}
 	s.st.repl = ch
+	s.saveLocked()
 	s.log.Info("replication source changed", "sourceHost", ch.host, "sourcePort", ch.port, "sourceUser", ch.user, "autoPosition", ch.autoPosition)
 	s.notifyLocked()
 	return nil
@@ -428,6 +429,7 @@ func (s *Server) execStartReplica(sess *session, c *cursor) error {
 		ch.sqlWanted = true
 		ch.lastSQLErrno, ch.lastSQLError, ch.lastSQLErrorTime = 0, "", time.Time{}
 	}
+	s.saveLocked()
 	s.startReplicationLocked()
 	return nil
 }
@@ -457,6 +459,7 @@ func (s *Server) execStopReplica(sess *session, c *cursor) error {
 		ch.sqlWanted = false
 		s.stopApplierLocked(ch)
 	}
+	s.saveLocked()
 	s.notifyLocked()
 	return nil
 }
@@ -473,6 +476,8 @@ func (s *Server) execReset(sess *session, c *cursor) error {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		s.st.executed, s.st.purged, s.st.binlog = gtid.Set{}, gtid.Set{}, nil
+		s.resetBinlogFilesLocked()
+		s.saveLocked()
 		s.notifyLocked()
 		return nil
 	}
@@ -515,6 +520,7 @@ func (s *Server) execReset(sess *session, c *cursor) error {
 		fresh.connectRetry, fresh.retryCount, fresh.delay, fresh.getPublicKey = ch.connectRetry, ch.retryCount, ch.delay, ch.getPublicKey
 		s.st.repl = fresh
 	}
+	s.saveLocked()
 	s.notifyLocked()
 	return nil
 }

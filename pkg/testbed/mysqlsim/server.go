@@ -34,7 +34,8 @@ type Role string
 const (
 	// RoleAdmin holds the dynamic privileges the operator and sidecar use:
 	// CONNECTION_ADMIN, SYSTEM_VARIABLES_ADMIN, REPLICATION_SLAVE_ADMIN,
-	// REPLICATION CLIENT, PROCESS, CLONE_ADMIN, BACKUP_ADMIN. It may write
+	// REPLICATION CLIENT, PROCESS, CLONE_ADMIN, BACKUP_ADMIN,
+	// SERVICE_CONNECTION_ADMIN (the administrative interface). It may write
 	// while read_only=ON (but not while super_read_only=ON), as MySQL allows
 	// CONNECTION_ADMIN holders to.
 	RoleAdmin Role = "admin"
@@ -64,7 +65,10 @@ type Config struct {
 	// Name identifies the server in logs (e.g. the site name).
 	Name string
 	// Addr is the listen address; it must be a loopback address. Default 127.0.0.1:0.
-	Addr       string
+	Addr string
+	// AdminAddr is admin_address:admin_port, the administrative connection
+	// interface (admin.go); empty means none, as without admin_address.
+	AdminAddr  string
 	ServerID   uint32
 	ServerUUID string
 	Users      []User
@@ -90,13 +94,35 @@ type Config struct {
 	ResolveSource func(host string, port int) string
 	// Logger receives the server's events; nil discards them.
 	Logger *slog.Logger
+	// DataDir is the data directory (created if absent). An empty
+	// directory is a first boot; otherwise every start recovers from it
+	// (docs/mysql-simulator.md, "Data directory and crash recovery"). Empty
+	// keeps the files in the Server's memory instead: they still outlive
+	// Crash, and Restart still rebuilds the server from them alone.
+	DataDir string
+	// PIDFile is mysqld's pid-file: written at every start, removed at a
+	// clean shutdown (Close), left behind by a crash. Empty writes none.
+	PIDFile string
+	// SyncBinlog and InnoDBFlushLogAtTrxCommit are the values at start of
+	// sync_binlog and innodb_flush_log_at_trx_commit (as in my.cnf); nil
+	// is MySQL's default, 1.
+	SyncBinlog, InnoDBFlushLogAtTrxCommit *int
 }
 
 // Server is one simulated mysqld.
 type Server struct {
-	cfg   Config
+	cfg   Config         // as running: boot plus what SET GLOBAL server_id and auto.cnf changed
+	boot  Config         // as given to New: what every start begins from
 	proto *server.Server // protocol settings: version, auth method, RSA key, TLS
 	log   *slog.Logger
+	disk  disk
+
+	// redo is the open journal; nil while the server is stopped. gen counts
+	// starts, so a statement of a session from before a crash cannot
+	// commit into the restarted server.
+	redo    *redoLog
+	gen     uint64
+	peekSeq uint64 // last journal record in s.st while stopped (peekLocked)
 
 	mu         sync.Mutex
 	st         *state
@@ -112,6 +138,10 @@ type Server struct {
 	// fencesPending counts SET GLOBAL read_only/super_read_only statements
 	// waiting for open transactions; new writes wait behind them.
 	fencesPending int
+	admin         adminListener // admin.go
+	conns         connLimit     // connlimit.go
+	rollback      rollbackFault // rollback.go
+	binlog        binlogFiles   // binlog.go
 	wg            sync.WaitGroup
 }
 
@@ -126,11 +156,13 @@ func New(cfg Config) (*Server, error) {
 	if cfg.ServerID == 0 {
 		return nil, errors.New("mysqlsim: ServerID must be set (1 to 4294967295)")
 	}
-	uuid, err := gtid.ParseGTID(cfg.ServerUUID + ":1")
-	if err != nil {
-		return nil, fmt.Errorf("mysqlsim: ServerUUID %q: want a UUID like 3e11fa47-71ca-11e1-9e33-c80aa9429562", cfg.ServerUUID)
+	if cfg.ServerUUID != "" || cfg.DataDir == "" {
+		uuid, err := gtid.ParseGTID(cfg.ServerUUID + ":1")
+		if err != nil {
+			return nil, fmt.Errorf("mysqlsim: ServerUUID %q: want a UUID like 3e11fa47-71ca-11e1-9e33-c80aa9429562", cfg.ServerUUID)
+		}
+		cfg.ServerUUID = uuid.UUID
 	}
-	cfg.ServerUUID = uuid.UUID
 	for i, u := range cfg.Users {
 		if err := validateUser(u); err != nil {
 			return nil, fmt.Errorf("mysqlsim: Users[%d]: %w", i, err)
@@ -145,13 +177,29 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	d, err := newDisk(cfg.DataDir)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.ServerUUID == "" { // no UUID configured: auto.cnf's, or a new one at first boot
+		if cfg.ServerUUID, err = readServerUUID(d); err != nil {
+			return nil, err
+		}
+		if cfg.ServerUUID == "" {
+			cfg.ServerUUID = randomUUID()
+		}
+	}
 	s := &Server{
 		cfg:      cfg,
+		boot:     cfg,
 		proto:    server.NewServer(Version, 255, CachingSHA2Password, key, cfg.TLS),
 		log:      cfg.Logger.With("server", cfg.Name),
-		st:       newState(cfg),
+		disk:     d,
 		sessions: map[uint64]*session{},
 		changed:  make(chan struct{}),
+	}
+	if err := s.peekLocked(); err != nil {
+		return nil, err
 	}
 	return s, nil
 }
@@ -194,18 +242,32 @@ func (s *Server) Start() error {
 	if s.running {
 		return nil
 	}
+	if err := s.bootLocked(); err != nil {
+		return fmt.Errorf("mysqlsim %s: start: %w", s.cfg.Name, err)
+	}
 	addr := s.cfg.Addr
 	if s.addr != "" {
 		addr = s.addr // a restart keeps the port, like a restarted mysqld
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
+		s.closeRedoLocked(true)
 		return fmt.Errorf("mysqlsim %s: listen %s: %w", s.cfg.Name, addr, err)
 	}
+	if err := writePIDFile(s.boot.PIDFile); err != nil {
+		ln.Close()
+		s.closeRedoLocked(true)
+		return err
+	}
+	s.gen++
 	s.ln, s.addr, s.running = ln, ln.Addr().String(), true
 	s.stopped = make(chan struct{})
 	s.wg.Add(1)
 	go s.acceptLoop(ln)
+	if err := s.startAdminLocked(); err != nil {
+		s.stopLocked()
+		return err
+	}
 	if ch := s.st.repl; ch != nil && s.cfg.SkipReplicaStart {
 		ch.ioWanted, ch.sqlWanted = false, false
 	}
@@ -227,12 +289,13 @@ func (s *Server) Name() string { return s.cfg.Name }
 // ServerUUID is the server's @@server_uuid.
 func (s *Server) ServerUUID() string { return s.cfg.ServerUUID }
 
-// Close stops the server: the listener, every session and the replication
-// threads. It waits for them to finish.
+// Close shuts the server down cleanly: the listener, every session and the
+// replication threads stop, everything is written to the data directory
+// and the pid file is removed. It waits for them to finish.
 func (s *Server) Close() error {
 	s.mu.Lock()
 	s.closed = true
-	s.stopLocked()
+	s.shutdownLocked(true)
 	s.mu.Unlock()
 	s.wg.Wait()
 	return nil
@@ -245,6 +308,7 @@ func (s *Server) stopLocked() {
 	}
 	s.running = false
 	s.ln.Close()
+	s.stopAdminLocked()
 	close(s.stopped)
 	for _, sess := range s.sessions {
 		sess.kill()
@@ -261,7 +325,7 @@ func (s *Server) acceptLoop(ln net.Listener) {
 			return
 		}
 		s.wg.Add(1)
-		go s.serveConn(conn)
+		go s.serveConn(conn, false)
 	}
 }
 
@@ -274,17 +338,20 @@ func (s *Server) notifyLocked() {
 // waitChange returns a channel closed at the next state change.
 func (s *Server) waitChangeLocked() <-chan struct{} { return s.changed }
 
-func (s *Server) serveConn(conn net.Conn) {
+func (s *Server) serveConn(conn net.Conn, admin bool) {
 	defer s.wg.Done()
 	defer conn.Close()
 	if s.frozenOrRefused(conn) {
 		return
 	}
-	sess := s.newSession(conn)
+	sess := s.newSession(conn, admin)
 	if sess == nil {
 		return
 	}
 	defer s.endSession(sess)
+	if s.refuseOverLimit(sess) {
+		return
+	}
 	h := &handler{s: s, sess: sess}
 	auth := &authHandler{s: s, sess: sess}
 	c, err := s.proto.NewCustomizedConn(conn, auth, h)
@@ -302,7 +369,7 @@ func (s *Server) serveConn(conn net.Conn) {
 	}
 }
 
-func (s *Server) newSession(conn net.Conn) *session {
+func (s *Server) newSession(conn net.Conn, admin bool) *session {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !s.running {
@@ -310,8 +377,8 @@ func (s *Server) newSession(conn net.Conn) *session {
 	}
 	s.nextConnID++
 	sess := &session{
-		id: s.nextConnID, conn: conn, host: conn.RemoteAddr().String(),
-		command: "Connect", since: time.Now(), killed: make(chan struct{}), gtidNext: "AUTOMATIC",
+		id: s.nextConnID, gen: s.gen, conn: conn, host: conn.RemoteAddr().String(),
+		command: "Connect", since: time.Now(), killed: make(chan struct{}), gtidNext: "AUTOMATIC", viaAdmin: admin,
 	}
 	s.sessions[sess.id] = sess
 	return sess
@@ -320,6 +387,7 @@ func (s *Server) newSession(conn net.Conn) *session {
 func (s *Server) endSession(sess *session) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.rollBackLocked(sess)
 	delete(s.sessions, sess.id)
 	sess.kill()
 	s.notifyLocked()
@@ -339,6 +407,7 @@ func (s *Server) lookupUser(name string) (User, bool) {
 // where noted.
 type session struct {
 	id       uint64
+	gen      uint64 // Server.gen when the session connected
 	conn     net.Conn
 	host     string
 	user     User
@@ -349,6 +418,7 @@ type session struct {
 	since    time.Time
 	gtidNext string
 	program  string // program_name connection attribute
+	viaAdmin bool   // connected on the administrative interface
 	// gtidNextUsed is set once a transaction committed with an explicit
 	// gtid_next; MySQL then refuses further transactions until it is set again.
 	gtidNextUsed bool

@@ -90,8 +90,11 @@ func (s *Server) execSet(sess *session, c *cursor) error {
 		if err := s.setVarLocked(sess, a.name, a.sc, a.val); err != nil {
 			return err
 		}
-		if a.persist {
-			s.st.persisted[a.name] = a.val // survives a restart, like mysqld-auto.cnf
+		if a.persist { // mysqld-auto.cnf, applied at every start
+			s.st.persisted[a.name] = newPersisted(a.val, sess.user.Name)
+			if err := writePersisted(s.disk, s.st.persisted); err != nil {
+				return myErr(ErWrongValueForVar, "Variable '%s' could not be persisted: %v", a.name, err)
+			}
 		}
 	}
 	return nil

@@ -50,11 +50,11 @@ func (s *Server) execShow(sess *session, c *cursor) (*table, error) {
 		}
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		return &table{
-			cols: []column{{"File", colString}, {"Position", colUint}, {"Binlog_Do_DB", colString},
-				{"Binlog_Ignore_DB", colString}, {"Executed_Gtid_Set", colString}},
-			rows: [][]any{{"binlog.000001", uint64(157 + 300*len(s.st.binlog)), "", "", s.st.executed.String()}},
-		}, nil
+		return s.binaryLogStatusLocked(), nil
+	case c.acceptKw("BINARY", "LOGS"):
+		return s.showBinaryLogs(sess, c)
+	case c.acceptKw("BINLOG", "EVENTS"):
+		return s.showBinlogEvents(sess, c)
 	case c.acceptKw("DATABASES"), c.acceptKw("SCHEMAS"):
 		if err := c.expectEnd(); err != nil {
 			return nil, err

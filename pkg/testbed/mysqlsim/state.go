@@ -6,8 +6,11 @@ import (
 	"github.com/shipstream/bloodraven/pkg/gtid"
 )
 
-// state is what a mysqld keeps on disk: it survives a simulated crash and
-// restart, and CLONE replaces it.
+// state is a running mysqld's memory. What it keeps on disk (executed,
+// purged, binlog, dbs, repl) is written to the data directory
+// (datadir*.go) and rebuilt from it at every start; the global variables
+// return to the configuration and the SET PERSIST values. CLONE replaces
+// the on-disk part.
 type state struct {
 	readOnly, superReadOnly bool
 	offlineMode             bool
@@ -16,7 +19,11 @@ type state struct {
 	dbs                     map[string]*database
 	repl                    *channel // nil when no replication channel is configured
 	cloneValidDonorList     string
-	persisted               map[string]any // SET PERSIST values, applied at restart
+	persisted               map[string]persistedVar // SET PERSIST values (mysqld-auto.cnf)
+	// syncBinlog and flushAtCommit are sync_binlog and
+	// innodb_flush_log_at_trx_commit; both 1 makes every commit durable
+	// before it is acknowledged.
+	syncBinlog, flushAtCommit int
 }
 
 type database struct {
@@ -66,7 +73,9 @@ func newState(cfg Config) *state {
 			"information_schema": {tables: map[string]*dataTable{}},
 			"sys":                {tables: map[string]*dataTable{}},
 		},
-		persisted: map[string]any{},
+		persisted:     map[string]persistedVar{},
+		syncBinlog:    defaultSyncBinlog,
+		flushAtCommit: defaultFlushLogAtTrxCommit,
 	}
 }
 

@@ -276,6 +276,7 @@ func (s *Server) receiveBatch(ctx context.Context, db *sql.DB, ch *channel, stop
 		}
 		ch.relay = append(ch.relay, t)
 		ch.retrieved = ch.retrieved.Add(t.gtid)
+		s.redoLocked(redoRelay, &t)
 	}
 	if len(batch) > 0 {
 		s.notifyLocked()
@@ -344,6 +345,7 @@ func (s *Server) applyRelayedLocked(ch *channel, t txn) *myError {
 		s.applyTxnLocked(t)
 	}
 	ch.relay = ch.relay[1:]
+	s.redoLocked(redoRelayPop, nil)
 	s.notifyLocked()
 	return nil
 }

@@ -72,6 +72,16 @@ var sysVars = map[string]varDef{
 	"innodb_read_only":         {globalOnly, colInt, true},
 	"require_secure_transport": {globalOnly, colInt, true},
 	"have_ssl":                 {globalOnly, colString, true},
+
+	// the binary log files (binlog.go)
+	"max_binlog_size":            {globalOnly, colInt, false},
+	"binlog_expire_logs_seconds": {globalOnly, colInt, false},
+	"log_bin_basename":           {globalOnly, colString, true},
+	"log_bin_index":              {globalOnly, colString, true},
+	// Durability of commits (datadir_boot.go).
+	"sync_binlog":                    {globalOnly, colInt, false},
+	"innodb_flush_log_at_trx_commit": {globalOnly, colInt, false},
+	"max_connections":                {globalOnly, colInt, false}, // connlimit.go
 }
 
 // sessionVarDefaults are the values a new session starts with.
@@ -148,8 +158,16 @@ func (s *Server) getVarLocked(sess *session, name string, sc scope) (any, colTyp
 		if sc != scopeGlobal && sess != nil && sess.lockWaitTimeout > 0 {
 			return int64(sess.lockWaitTimeout / time.Second), def.typ, nil
 		}
+	case "sync_binlog":
+		return int64(st.syncBinlog), def.typ, nil
+	case "innodb_flush_log_at_trx_commit":
+		return int64(st.flushAtCommit), def.typ, nil
 	case "innodb_read_only", "require_secure_transport":
 		return int64(0), def.typ, nil
+	case "max_connections":
+		return s.maxConnectionsLocked(), def.typ, nil
+	case "max_binlog_size", "binlog_expire_logs_seconds", "log_bin_basename", "log_bin_index":
+		return s.binlogVarLocked(name), def.typ, nil
 	case "have_ssl":
 		if s.cfg.TLS != nil {
 			return "YES", def.typ, nil
@@ -214,13 +232,33 @@ func (s *Server) setGlobalLocked(sess *session, name string, v any) error {
 		}
 		s.log.Info("global variable set", "variable", name, "value", b, "user", sess.user.Name)
 	case "gtid_purged":
-		return s.setGTIDPurgedLocked(v)
+		if err := s.setGTIDPurgedLocked(v); err != nil {
+			return err
+		}
+		s.saveLocked()
+	case "sync_binlog", "innodb_flush_log_at_trx_commit":
+		n, err := parseDurabilityVar(name, v)
+		if err != nil {
+			return err
+		}
+		if name == "sync_binlog" {
+			st.syncBinlog = n
+		} else {
+			st.flushAtCommit = n
+		}
+		s.setDurabilityLocked()
+	case "max_connections":
+		return s.setMaxConnectionsLocked(v)
 	case "clone_valid_donor_list":
 		str, ok := v.(string)
 		if !ok {
 			return myErr(ErWrongValueForVar, "Variable '%s' can't be set to the value of '%v'", name, v)
 		}
 		st.cloneValidDonorList = str
+	case "max_binlog_size", "binlog_expire_logs_seconds":
+		if err := s.setBinlogVarLocked(name, v); err != nil {
+			return err
+		}
 	case "server_id":
 		n, ok := v.(int64)
 		if !ok || n < 0 || n > 1<<32-1 {

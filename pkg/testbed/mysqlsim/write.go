@@ -73,6 +73,9 @@ func (s *Server) commitLocked(sess *session, ops []writeOp) error {
 	if len(ops) == 0 {
 		return nil
 	}
+	if !s.running || sess.gen != s.gen { // the server crashed under this statement
+		return myErr(ErQueryInterrupted, "Query execution was interrupted")
+	}
 	var g gtid.GTID
 	if sess.gtidNext == "AUTOMATIC" {
 		sid := gtid.SID{UUID: s.cfg.ServerUUID}
@@ -94,11 +97,10 @@ func (s *Server) commitLocked(sess *session, ops []writeOp) error {
 // applyTxnLocked applies a transaction's changes, records its GTID and writes
 // it to the binary log. Local commits and the replication applier share it.
 func (s *Server) applyTxnLocked(t txn) {
-	for _, op := range t.ops {
-		s.st.apply(op)
-	}
-	s.st.executed = s.st.executed.Add(t.gtid)
-	s.st.binlog = append(s.st.binlog, t)
+	// binlog.go; before the changes, so a DELETE logs the rows it removes
+	s.appendToBinlogFiles(t)
+	s.st.commitTxn(t) // data, gtid_executed and the in-memory s.st.binlog
+	s.redoLocked(redoCommit, &t)
 	s.notifyLocked()
 }
 

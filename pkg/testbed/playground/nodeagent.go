@@ -25,9 +25,9 @@ import (
 
 // NodeAgent plays the kubelet for the group's MySQL pods on the fake (kwok)
 // nodes: a bound pod gets its site's simulated mysqld and a real sidecar
-// process, a deleted pod loses them (the simulator keeps its data, as a
-// PersistentVolume would), and the pod's Ready condition follows the
-// sidecar's /health. It also binds each Pending claim of the group to a
+// process, a deleted pod loses them (the simulator is killed; its data
+// directory is on the pod's volume, so the next pod's mysqld recovers from
+// it), and the pod's Ready condition follows the sidecar's /health. It also binds each Pending claim of the group to a
 // fresh PersistentVolume, standing in for a storage provisioner.
 type NodeAgent struct {
 	kube      kubernetes.Interface
@@ -55,8 +55,13 @@ type siteRuntime struct {
 	sim     *framework.Process
 	sidecar *framework.Process
 	podUID  types.UID // the pod the processes run for; empty when none
-	crashed bool      // the simulator was crashed because its pod went away
-	ready   bool
+	// held is set by the fault API's crash: the killed simulator stays
+	// down until /restart or a new pod (simcontrol.go).
+	held bool
+	// dataDir is the simulator's data directory on the pod's volume;
+	// simControl the private address of its own fault API.
+	dataDir, simControl string
+	ready               bool
 	// restarts counts data-plane (re)starts, for the e2e tests.
 	starts int
 }
@@ -95,6 +100,7 @@ func NewNodeAgent(cfg AgentConfig) *NodeAgent {
 // process the agent started.
 func (a *NodeAgent) Run(ctx context.Context) {
 	defer a.stopAll()
+	a.serveControlFronts(ctx)
 	t := time.NewTicker(a.interval)
 	defer t.Stop()
 	for {
@@ -206,7 +212,7 @@ func (a *NodeAgent) syncPod(ctx context.Context, s *siteRuntime, pod *corev1.Pod
 // keepRunningLocked restarts a process that exited by itself, as a
 // kubelet restarts a container (restartPolicy Always).
 func (a *NodeAgent) keepRunningLocked(ctx context.Context, s *siteRuntime, pod *corev1.Pod) error {
-	if exitedOrNil(s.sim) {
+	if exitedOrNil(s.sim) && !s.held {
 		if err := a.startSimLocked(s); err != nil {
 			return err
 		}
@@ -226,18 +232,15 @@ func exitedOrNil(p *framework.Process) bool {
 }
 
 func (a *NodeAgent) startSiteLocked(ctx context.Context, s *siteRuntime, pod *corev1.Pod) error {
-	switch {
-	case exitedOrNil(s.sim):
-		if err := a.startSimLocked(s); err != nil {
-			return err
-		}
-	case s.crashed:
-		// The pod came back: mysqld starts again on its old data.
-		if err := simFault(s.plan, "restart"); err != nil {
-			return fmt.Errorf("restart simulated mysqld: %w", err)
-		}
+	// A new pod's containers start: mysqld recovers from the data
+	// directory on the pod's volume.
+	if err := a.killSimLocked(s, false); err != nil {
+		return err
 	}
-	s.crashed = false
+	s.held, s.dataDir = false, a.podDataDir(pod)
+	if err := a.startSimLocked(s); err != nil {
+		return err
+	}
 	if err := a.startSidecarLocked(ctx, s, pod); err != nil {
 		return err
 	}
@@ -247,20 +250,17 @@ func (a *NodeAgent) startSiteLocked(ctx context.Context, s *siteRuntime, pod *co
 	return nil
 }
 
-// stopSiteLocked stops the sidecar and crashes the simulated mysqld (the
-// container stops; the data stays, as on the pod's volume).
+// stopSiteLocked stops the sidecar and kills the simulated mysqld with
+// SIGKILL (the pod is gone; its data directory stays, as on the volume).
 func (a *NodeAgent) stopSiteLocked(s *siteRuntime) {
 	if s.sidecar != nil {
 		_ = s.sidecar.Stop(5 * time.Second)
 		s.sidecar = nil
 	}
-	if !exitedOrNil(s.sim) && !s.crashed {
-		if err := simFault(s.plan, "crash"); err != nil {
-			a.log.Warn("node agent: crash simulated mysqld", "site", s.plan.Name, "err", err.Error())
-		}
-		s.crashed = true
+	if err := a.killSimLocked(s, false); err != nil {
+		a.log.Warn("node agent: kill simulated mysqld", "site", s.plan.Name, "err", err.Error())
 	}
-	s.podUID = ""
+	s.podUID, s.dataDir = "", ""
 	s.ready = false
 	a.log.Info("node agent: site stopped", "site", s.plan.Name)
 }
@@ -279,11 +279,17 @@ func (a *NodeAgent) stopAll() {
 }
 
 func (a *NodeAgent) startSimLocked(s *siteRuntime) error {
+	port, err := framework.FreePort()
+	if err != nil {
+		return err
+	}
+	s.simControl = fmt.Sprintf("127.0.0.1:%d", port)
 	args := []string{
 		"-listen", s.plan.MySQLAddr, "-name", s.plan.Name,
 		"-server-id", strconv.FormatInt(s.plan.ServerID, 10), "-server-uuid", s.plan.ServerUUID,
 		"-users-file", a.usersFile, "-site-addresses", a.mapPath,
-		"-control-addr", s.plan.ControlAddr,
+		"-datadir", s.dataDir,
+		"-control-addr", s.simControl, // behind the agent's fault API (simcontrol.go)
 		// As the rendered my.cnf starts mysqld: fenced, and replication
 		// stopped, until the operator says otherwise.
 		"-super-read-only", "-skip-replica-start",
@@ -296,8 +302,8 @@ func (a *NodeAgent) startSimLocked(s *siteRuntime) error {
 	if err != nil {
 		return err
 	}
-	s.sim, s.crashed = p, false
-	return waitHTTP(s.plan.ControlURL()+"/state", 10*time.Second, p)
+	s.sim, s.held = p, false
+	return waitHTTP("http://"+s.simControl+"/state", 10*time.Second, p)
 }
 
 func (a *NodeAgent) startSidecarLocked(ctx context.Context, s *siteRuntime, pod *corev1.Pod) error {
@@ -316,6 +322,12 @@ func (a *NodeAgent) startSidecarLocked(ctx context.Context, s *siteRuntime, pod 
 		"BLOODRAVEN_LISTEN_ADDR="+s.plan.SidecarAddr,
 		"BLOODRAVEN_OPERATOR_ENDPOINT="+operator,
 		devsitemap.EnvVar+"="+mapPath,
+		// The fence (docs/sidecar.md): the simulator has no administrative
+		// interface here, so the sidecar fences over its ordinary port; its
+		// pid file is the command's default in the data directory, and a
+		// simulator the sidecar stops is restarted like a killed container.
+		"BLOODRAVEN_MYSQL_ADMIN_ADDR="+s.plan.MySQLAddr,
+		"BLOODRAVEN_MYSQL_PID_FILE="+filepath.Join(s.dataDir, "mysqld.pid"),
 	)
 	p, err := framework.StartProcess("sidecar-"+s.plan.Name, "bloodraven-sidecar", nil, env,
 		filepath.Join(a.dir, "sidecar-"+s.plan.Name+".log"))
@@ -476,20 +488,6 @@ func sidecarHealthy(addr string) bool {
 	}
 	resp.Body.Close()
 	return resp.StatusCode == http.StatusOK
-}
-
-// simFault posts to the simulator's fault API.
-func simFault(s SitePlan, fault string) error {
-	c := http.Client{Timeout: 5 * time.Second}
-	resp, err := c.Post(s.ControlURL()+"/"+fault, "", nil)
-	if err != nil {
-		return err
-	}
-	resp.Body.Close()
-	if resp.StatusCode/100 != 2 {
-		return fmt.Errorf("%s: %s", fault, resp.Status)
-	}
-	return nil
 }
 
 // waitHTTP waits until url answers 200, or p exits.

@@ -56,6 +56,13 @@ const (
 	EventPlannedFailoverDeferred = "PlannedFailoverDeferred"
 	// EventPlannedFailoverStarted (Normal): admission passed; the handoff begins.
 	EventPlannedFailoverStarted = "PlannedFailoverStarted"
+	// EventPlannedFailoverSkipped (Normal): a request for the target of the
+	// run already in flight was removed without starting a second run.
+	EventPlannedFailoverSkipped = "PlannedFailoverSkipped"
+	// EventPlannedFailoverHoldAcknowledgmentIgnored (Warning): the
+	// clear-hold annotation named the group while no automatic-failover
+	// hold was in place; it is removed without effect.
+	EventPlannedFailoverHoldAcknowledgmentIgnored = "PlannedFailoverHoldAcknowledgmentIgnored"
 )
 
 // Event reasons of the handoff.
@@ -195,6 +202,9 @@ const (
 	// EventDNSEndpointSkippedCRDMissing (Warning): external-dns's DNSEndpoint
 	// CRD is not installed, so the DNS record is not managed.
 	EventDNSEndpointSkippedCRDMissing = "DNSEndpointSkippedCRDMissing"
+	// EventSidecarVersionSkew (Warning): spec.sidecar.image pins a sidecar
+	// of another release than the running operator's (seed 003).
+	EventSidecarVersionSkew = "SidecarVersionSkew"
 	// EventDNSEndpointUpdated (Normal): the DNS record now points at a new
 	// target (or was created).
 	EventDNSEndpointUpdated = "DNSEndpointUpdated"

@@ -3,8 +3,10 @@ package managerintegration
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -85,6 +87,17 @@ type harnessSite struct {
 	thawedAt  atomic.Int64 // unix nanos of the last thaw
 	isolation atomic.Int32 // 0 none, 1 from the operator, 2 from the operator and the peers
 	healedAt  atomic.Int64 // unix nanos of the last healAll
+
+	// The sidecar process: its timers, the handler its address serves
+	// (nil while none runs), how to stop it, and how many were started.
+	lease, interval time.Duration
+	handler         atomic.Pointer[http.Handler]
+	scMu            sync.Mutex
+	scStop          func()
+	scRuns          int
+	// stops counts the mysqld process stops its sidecar asked for.
+	stops atomic.Int32
+	proc  mysqldProcess // harness_process_test.go
 }
 
 // reachableFor is how long the operator has been able to reach s's mysqld
@@ -131,7 +144,10 @@ func newFabric(t testing.TB, defs []siteDef, lease, interval time.Duration) *fab
 	lns := map[string]net.Listener{}
 	var entries []devsitemap.Entry
 	for _, d := range defs {
-		sim := simtest.Start(t, mysqlsim.Config{Name: d.name, SuperReadOnly: true, SkipReplicaStart: true, ResolveSource: resolve})
+		// With its administrative interface (admin_address), which the
+		// sidecar's fence uses whatever max_connections.
+		sim := simtest.Start(t, mysqlsim.Config{Name: d.name, SuperReadOnly: true, SkipReplicaStart: true, ResolveSource: resolve,
+			AdminAddr: "127.0.0.1:0", Logger: harnessLogger(f.e.ns, "mysqld "+d.name)})
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			t.Fatal(err)
@@ -156,6 +172,7 @@ func newFabric(t testing.TB, defs []siteDef, lease, interval time.Duration) *fab
 	f.e.addrs = m
 	mu.Unlock()
 	for _, d := range defs {
+		f.startProcess(f.sites[d.name])
 		f.startSidecar(f.sites[d.name], lns[d.name], lease, interval)
 	}
 	// Runs first at cleanup: a failed sequence may stop mid-fault, and
@@ -164,9 +181,39 @@ func newFabric(t testing.TB, defs []siteDef, lease, interval time.Duration) *fab
 	return f
 }
 
-// startSidecar runs the real sidecar of hs until the test ends.
+// startSidecar serves hs's sidecar address until the test ends and runs
+// its first sidecar process. The address outlives the process, as the pod's
+// IP and port do: while no sidecar runs (stopSidecar), connections to it
+// drop unanswered.
 func (f *fabric) startSidecar(hs *harnessSite, ln net.Listener, lease, interval time.Duration) {
 	t := f.e.t
+	hs.lease, hs.interval = lease, interval
+	srv := &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := hs.handler.Load()
+		if h == nil {
+			panic(http.ErrAbortHandler) // no sidecar process: the connection just drops
+		}
+		(*h).ServeHTTP(w, r)
+	})}
+	served := make(chan struct{})
+	go func() { defer close(served); _ = srv.Serve(ln) }()
+	f.runSidecar(hs)
+	t.Cleanup(func() {
+		f.stopSidecar(hs)
+		srv.Close()
+		<-served
+	})
+}
+
+// runSidecar starts a fresh sidecar process for hs (empty state, as a
+// restarted container has). It does nothing if one runs.
+func (f *fabric) runSidecar(hs *harnessSite) {
+	t := f.e.t
+	hs.scMu.Lock()
+	defer hs.scMu.Unlock()
+	if hs.scStop != nil {
+		return
+	}
 	var peers []sidecar.Peer
 	for _, name := range f.order {
 		if name != hs.name {
@@ -175,28 +222,58 @@ func (f *fabric) startSidecar(hs *harnessSite, ln net.Listener, lease, interval 
 	}
 	sc, err := sidecar.New(sidecar.Config{
 		Namespace: f.e.ns, Group: groupName, Site: hs.name,
-		MySQL:            mysql.Options{Addr: hs.sim.Addr(), User: simtest.AdminUser, Password: simtest.AdminPass},
-		OperatorEndpoint: f.aux.addr, Peers: peers, LeaseTimeout: lease, PeerCheckInterval: interval,
-		Version: "harness", HTTPClient: f.net.Client(hs.name),
+		MySQL:          mysql.Options{Addr: hs.sim.Addr(), User: simtest.AdminUser, Password: simtest.AdminPass},
+		MySQLAdminAddr: hs.sim.AdminAddr(), MySQLPIDFile: hs.proc.pidFile,
+		OperatorEndpoint: f.aux.addr, Peers: peers, LeaseTimeout: hs.lease, PeerCheckInterval: hs.interval,
+		Version: "harness", HTTPClient: f.net.Client(hs.name), Logger: harnessLogger(f.e.ns, "sidecar "+hs.name),
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	hs.sc = sc
-	srv := &http.Server{Handler: sc.Handler(), ReadHeaderTimeout: 5 * time.Second}
-	served := make(chan struct{})
-	go func() { defer close(served); _ = srv.Serve(ln) }()
+	h := sc.Handler()
+	hs.handler.Store(&h)
 	ctx, cancel := context.WithCancel(context.Background())
 	ran := make(chan struct{})
 	go func() { defer close(ran); sc.Run(ctx) }()
-	t.Cleanup(func() {
+	hs.scStop = func() {
+		hs.handler.Store(nil)
 		cancel()
-		hs.sim.Thaw() // a round blocked on a frozen mysqld must be able to end
+		// A round blocked on a frozen mysqld ends at its statement
+		// deadlines; a dead process would not wait even for those.
 		<-ran
-		srv.Close()
-		<-served
 		_ = sc.Close()
-	})
+	}
+	hs.scRuns++
+}
+
+// stopSidecar ends hs's sidecar process, as a crash of its container
+// would: it stops answering and fencing at once. It does nothing if none
+// runs.
+func (f *fabric) stopSidecar(hs *harnessSite) {
+	hs.scMu.Lock()
+	defer hs.scMu.Unlock()
+	if hs.scStop != nil {
+		hs.scStop()
+		hs.scStop = nil
+	}
+}
+
+// sidecarRunning reports whether hs's sidecar process runs.
+func (hs *harnessSite) sidecarRunning() bool {
+	hs.scMu.Lock()
+	defer hs.scMu.Unlock()
+	return hs.scStop != nil
+}
+
+// harnessLogger discards the sidecars' and simulators' records unless
+// HARNESS_REAL_LOGS is set: then they go to stderr, tagged with the
+// sequence's namespace, to follow one sequence's fences.
+func harnessLogger(ns, who string) *slog.Logger {
+	if os.Getenv("HARNESS_REAL_LOGS") == "" {
+		return nil
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, nil)).With("namespace", ns, "who", who)
 }
 
 // startOperator starts an operator run and puts its auxiliary handler,
@@ -271,9 +348,10 @@ func (f *fabric) healAll() {
 			hs.frozen.Store(false)
 		}
 		_ = hs.sim.InjectApplyLag(0) // no channel (a primary): nothing to lift
-		if !hs.sim.Running() {
-			_ = hs.sim.Restart()
-		}
+		hs.sim.SetRollbackTime(0)
+		hs.sim.SetMaxConnections(0) // MySQL's default
+		f.restartMySQLD(hs)         // a crashed or stopped mysqld starts again, read-only
+		f.runSidecar(hs)            // a stopped sidecar is restarted (nothing if it runs)
 		hs.healedAt.Store(time.Now().UnixNano())
 	}
 }

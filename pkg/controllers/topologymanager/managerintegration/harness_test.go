@@ -18,49 +18,61 @@ import (
 	"github.com/shipstream/bloodraven/pkg/apis/shipstream/v1alpha1"
 	"github.com/shipstream/bloodraven/pkg/gtid"
 	"github.com/shipstream/bloodraven/pkg/testbed/mysqlsim"
-	"github.com/shipstream/bloodraven/pkg/testbed/mysqlsim/simtest"
 	"github.com/shipstream/bloodraven/pkg/topology"
 )
 
 // The real-level invariant harness: seeded fault sequences against the real
 // API server, three simulated PrimaryCandidate sites each with the real
-// sidecar, and the operator serving its real auxiliary endpoints
-// (harness_sidecars_test.go), under a write-load client that writes through
-// whatever site status.activeSite names.
+// sidecar and a process it can stop (harness_sidecars_test.go,
+// harness_process_test.go), and the operator serving its real auxiliary
+// endpoints, under write load: one client writing through whatever site
+// status.activeSite names, and one client pinned to each site's address
+// (harness_clients_test.go).
 //
-// Faults (two per sequence, each healed before the next): crash of the
-// active site; crash of a follower; operator restart; freeze of the active
-// site's mysqld; partition of the active site from the operator only (its
-// peers still reach it); partition of the active site from the operator and
-// its peers; follower lag (an applier delay, or a follower cut off from the
-// primary's binary log) followed by the loss of the active site. A fault is
-// held for a random time, so it is healed before, during or after the
-// failover it causes. A site reported divergent (a RecoveryBlocked old
-// primary, or a follower the audit caught) is recloned with the interlock
-// annotation, as the runbook says, and every sequence ends healed and
-// converged: Ready, every follower holding the active site's exact set.
+// Faults (two per sequence, each healed before the next, drawn by
+// faultWeights): crash of the active site; crash of a follower; operator
+// restart; freeze of the active site's mysqld; partition of the active site
+// from the operator only (its peers still reach it); partition of the
+// active site from the operator and its peers; follower lag (an applier
+// delay, or a follower cut off from the primary's binary log) followed by
+// the loss of the active site; and the faults that hold a fence off or take
+// away what it needs, each followed by the active site's isolation
+// (harness_faults_test.go): an idle open transaction, a long write whose
+// rollback is slow, the sidecar crashing while its site is cut off, a
+// sidecar down, a freeze thawed after the failover, every client
+// connection in use. A fault is held for a random time, so it is healed
+// before, during or after the failover it causes. A site reported divergent
+// (a RecoveryBlocked old primary, or a follower the audit caught) is
+// recloned with the interlock annotation, as the runbook says, and every
+// sequence ends healed and converged: Ready, every follower holding the
+// active site's exact set.
 //
-// Checked against the simulators' truth and the stored status:
-//   - invariant 1, every 10 ms: at most one site can take writes (running,
-//     not frozen, read_only=OFF);
+// Checked against the simulators' truth, the clients' acknowledgements and
+// the stored status:
+//   - invariant 1, by the clients (twoWriters): no site acknowledges a
+//     write inside another site's writer window, whoever the operator
+//     trusts; and every 10 ms by the servers: at most one site can take
+//     writes (running, not frozen, read_only=OFF);
 //   - invariant 3, at every automatic failover: the promoted site applied
 //     what it had received when the intent was recorded before it was made
 //     writable (promotionGtidExecuted), and no other candidate holds
 //     transactions it lacks (unless the old primary came back before the
 //     promotion was published: see avoidableLoss);
 //   - invariant 4: a reclone discards exactly the divergent set the status
-//     reported, and every acknowledged write is on the final active site
-//     unless its site's loss was reported (recloneHistory or
-//     lastFailover.possiblyLostGtid);
+//     reported, and every acknowledged write (any client's) is on the final
+//     active site's server unless its site's loss was reported
+//     (recloneHistory or lastFailover.possiblyLostGtid);
 //   - invariant 5, on every stored status (a watch): topologyGeneration
 //     never goes back nor skips.
 //
-// HARNESS_REAL_SEQUENCES changes the count (default 20), HARNESS_REAL_PARALLEL
-// how many run at once (default 10; they wait on timers far more than they
-// compute). A failing sequence's name carries its seed, and
-// -run 'TestRealInvariantHarness/seed=<n>$' replays it.
+// The last lines count each fault and what it led to (logByFault).
+// HARNESS_REAL_SEQUENCES changes the count (default realSequences),
+// HARNESS_REAL_PARALLEL how many run at once (default realParallel; they
+// wait on timers far more than they compute). A failing sequence's name
+// carries its seed, and -run 'TestRealInvariantHarness/seed=<n>$' replays
+// it (with HARNESS_REAL_SEQUENCES at least n).
 func TestRealInvariantHarness(t *testing.T) {
-	n, par := envInt(t, "HARNESS_REAL_SEQUENCES", 20), envInt(t, "HARNESS_REAL_PARALLEL", 10)
+	n, par := envInt(t, "HARNESS_REAL_SEQUENCES", realSequences), envInt(t, "HARNESS_REAL_PARALLEL", realParallel)
 	start := time.Now()
 	var wg sync.WaitGroup
 	slots := make(chan struct{}, max(par, 1))
@@ -79,7 +91,14 @@ func TestRealInvariantHarness(t *testing.T) {
 	t.Logf("%d real sequences, %d at a time, in %s: %d faults (%d partitions), %d failovers (%d with an avoidable loss), %d fenced by their sidecar while cut off from the operator, %d reclones, %d acknowledged writes (%d not kept)",
 		n, par, time.Since(start).Round(time.Second), totals.faults, totals.partitions, totals.failovers, totals.avoidable,
 		totals.selfFences, totals.reclones, totals.acked, totals.notKept)
+	logByFault(t)
 }
+
+// The CI run's size (docs/testing.md has what it costs).
+const (
+	realSequences = 50
+	realParallel  = 17
+)
 
 // totals add up the sequences' figures for the summary line.
 var totals struct {
@@ -119,16 +138,43 @@ const (
 	faultPartitionFromOp  = "partition-active-from-operator"
 	faultPartitionFromAll = "partition-active-from-operator-and-peers"
 	faultLagThenFailover  = "follower-lag-then-active-lost"
+	// The faults of issue 19 (harness_faults_test.go): each holds the
+	// isolated primary's fence off, or takes away what it needs.
+	faultIdleTxn        = "idle-transaction-then-active-isolated"
+	faultLongWrite      = "long-write-slow-rollback-then-active-isolated"
+	faultSidecarCrash   = "sidecar-crash-while-active-isolated"
+	faultSidecarDown    = "sidecar-down-then-site-lost"
+	faultThawAfter      = "freeze-active-thaw-after-failover"
+	faultConnsExhausted = "connections-exhausted-then-active-isolated"
 )
 
-// Partitions are drawn twice as often (they are what the sidecars protect
-// against), and so is lag (it is what invariant 3 is about).
-var faultKinds = []string{faultCrashActive, faultCrashFollower, faultOperatorRestart, faultFreezeActive,
-	faultPartitionFromOp, faultPartitionFromOp, faultPartitionFromAll, faultPartitionFromAll, faultLagThenFailover, faultLagThenFailover}
+// faultWeights: partitions are drawn twice as often as crashes and restarts
+// (they are what the sidecars protect against), and so is lag (it is what
+// invariant 3 is about), and so are the faults that hold a fence off.
+var faultWeights = []struct {
+	kind   string
+	weight int
+}{
+	{faultCrashActive, 1}, {faultCrashFollower, 1}, {faultOperatorRestart, 1}, {faultFreezeActive, 1},
+	{faultPartitionFromOp, 2}, {faultPartitionFromAll, 2}, {faultLagThenFailover, 2},
+	{faultIdleTxn, 2}, {faultLongWrite, 2}, {faultSidecarCrash, 1}, {faultSidecarDown, 1},
+	{faultThawAfter, 2}, {faultConnsExhausted, 2},
+}
 
-// ackedWrite is a write the client saw succeed.
-type ackedWrite struct {
-	db, site string
+// drawFault picks a fault kind by weight.
+func drawFault(r *rand.Rand) string {
+	total := 0
+	for _, w := range faultWeights {
+		total += w.weight
+	}
+	n := r.IntN(total)
+	for _, w := range faultWeights {
+		if n < w.weight {
+			return w.kind
+		}
+		n -= w.weight
+	}
+	panic("unreachable")
 }
 
 // intentSeen is an automatic failover's intent as first stored, with its
@@ -147,9 +193,12 @@ type harnessRun struct {
 	f    *fabric
 	uuid map[string]string // site -> server UUID
 
+	clients clientLog // every client write attempt (harness_clients_test.go)
+	open    faultRun  // what the current fault holds open
+
 	mu           sync.Mutex
 	violations   []string
-	acked        []ackedWrite
+	steps        []stepRecord
 	active       string
 	intent       *intentSeen       // the automatic transition in flight
 	lostBySource map[string]uint64 // site -> transactions reported possibly lost with it as the source
@@ -179,18 +228,17 @@ func realSequence(t *testing.T, seed uint64) {
 	for name, hs := range f.sites {
 		h.uuid[name] = hs.sim.ServerUUID()
 	}
-	f.startOperator()
-	f.e.create(f.e.failoverGroup(harnessSites))
-	f.e.waitActive("iad", 1)
-	h.active = "iad"
-
+	// The checkers and the pinned clients run from before the group exists:
+	// the bootstrap is judged like everything after it.
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Go(func() { h.watchStatus(ctx) })
 	wg.Go(func() { h.checkWriters(ctx) })
 	loadCtx, stopLoad := context.WithCancel(ctx)
 	var load sync.WaitGroup
-	load.Go(func() { h.writeLoad(loadCtx) })
+	for _, s := range f.order {
+		load.Go(func() { h.pinnedWrites(loadCtx, s) })
+	}
 	defer func() {
 		stopLoad()
 		cancel()
@@ -198,17 +246,52 @@ func realSequence(t *testing.T, seed uint64) {
 		wg.Wait()
 		// Also when the sequence stopped early (t.Fatal): a violation is
 		// often why it could not settle.
+		h.judgeClients()
+		h.tally()
 		h.mu.Lock()
 		defer h.mu.Unlock()
 		for _, v := range h.violations {
 			h.t.Errorf("seed %d: %s", h.seed, v)
 		}
 	}()
+	f.startOperator()
+	f.e.create(f.e.failoverGroup(harnessSites))
+	// Usually iad, the first candidate; another one if iad did not answer
+	// in time.
+	var first string
+	eventually(t, 2*waitFor, "a site active at generation 1", func() error {
+		g := f.e.get()
+		if first = g.Status.ActiveSite; first == "" || g.Status.TopologyGeneration != 1 || g.Status.Transition != nil {
+			return fmt.Errorf("active %q generation %d transition %+v", first, g.Status.TopologyGeneration, g.Status.Transition)
+		}
+		return nil
+	})
+	if first != "iad" {
+		t.Logf("seed %d: bootstrapped on %s", seed, first)
+	}
+	h.mu.Lock()
+	h.active = first
+	h.mu.Unlock()
+	// The faults' transactions write here; it replicates to every site.
+	// Retried: a sidecar that has not heard the operator yet may fence the
+	// new primary once, and the operator makes it writable again.
+	db := adminDB(t, f.sites[first].sim)
+	eventually(t, waitFor, "the harness table created on "+first, func() error {
+		for _, q := range []string{"CREATE DATABASE IF NOT EXISTS harness", "CREATE TABLE IF NOT EXISTS " + harnessTable + " (id BIGINT PRIMARY KEY, note VARCHAR(40))"} {
+			if _, err := db.Exec(q); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	load.Go(func() { h.writeLoad(loadCtx) })
 
 	for step := range harnessSteps {
 		time.Sleep(time.Duration(200+r.IntN(800)) * time.Millisecond)
+		h.startStep()
 		h.inject(step, r)
 		h.settle(step)
+		h.endStep()
 	}
 	stopLoad()
 	load.Wait()
@@ -241,16 +324,19 @@ func (h *harnessRun) inject(step int, r *rand.Rand) {
 			followers = append(followers, s)
 		}
 	}
-	kind := faultKinds[r.IntN(len(faultKinds))]
+	kind := drawFault(r)
+	h.mu.Lock()
+	h.steps[len(h.steps)-1].kind = kind
+	h.mu.Unlock()
 	note := ""
 	switch kind {
 	case faultCrashActive:
-		f.sites[a].sim.Crash()
+		f.crash(a)
 		time.Sleep(hold(r))
 	case faultCrashFollower:
 		x := followers[r.IntN(len(followers))]
 		note = x
-		f.sites[x].sim.Crash()
+		f.crash(x)
 		time.Sleep(time.Duration(200+r.IntN(2000)) * time.Millisecond)
 	case faultOperatorRestart:
 		// Down for longer than leaseTimeout, sometimes: then nobody confirms
@@ -296,22 +382,26 @@ func (h *harnessRun) inject(step int, r *rand.Rand) {
 		time.Sleep(time.Duration(1000+r.IntN(1000)) * time.Millisecond) // writes go on meanwhile
 		if r.IntN(2) == 0 {
 			note += ", then the active site crashes"
-			f.sites[a].sim.Crash()
+			f.crash(a)
 		} else {
 			note += ", then the active site is partitioned from everyone"
 			f.isolate(a, true)
 		}
 		time.Sleep(wait)
+	case faultIdleTxn, faultLongWrite, faultSidecarCrash, faultSidecarDown, faultThawAfter, faultConnsExhausted:
+		note = h.injectFenceFault(kind, a, followers, r)
 	}
+	h.open.close()
 	f.healAll()
 	desc := fmt.Sprintf("step %d: %s of %s", step, kind, a)
 	if note != "" {
 		desc += " (" + note + ")"
 	}
-	h.t.Log(desc)
 	h.mu.Lock()
 	h.faults = append(h.faults, strings.TrimPrefix(desc, fmt.Sprintf("step %d: ", step)))
+	began := h.steps[len(h.steps)-1].start
 	h.mu.Unlock()
+	h.t.Logf("%s, from %s to %s", desc, stamp(began), stamp(time.Now()))
 }
 
 func (h *harnessRun) waitNoTransition() {
@@ -432,31 +522,28 @@ func (h *harnessRun) converge() {
 // report checks what the run recorded and the acknowledged writes
 // (invariant 4), and logs the sequence's figures.
 func (h *harnessRun) report() {
+	var acked []attempt
+	for _, a := range h.clients.snapshot() {
+		if a.ok {
+			acked = append(acked, a)
+		}
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if len(h.acked) == 0 {
-		h.t.Fatalf("seed %d: the write-load client never got a write through", h.seed)
+	if len(acked) == 0 {
+		h.t.Fatalf("seed %d: no client ever got a write through", h.seed)
 	}
 	g := h.f.e.get()
-	present := map[string]bool{}
-	rows, err := adminDB(h.t, h.f.sites[g.Status.ActiveSite].sim).Query("SHOW DATABASES")
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	for rows.Next() {
-		var name string
-		if err := rows.Scan(&name); err != nil {
-			h.t.Fatal(err)
-		}
-		present[name] = true
-	}
-	_ = rows.Close()
+	dbs, rows := h.holdings(g.Status.ActiveSite)
 	missing := map[string]uint64{}
 	total := 0
-	for _, w := range h.acked {
-		if !present[w.db] {
+	for _, w := range acked {
+		if w.db != "" && !dbs[w.db] || w.db == "" && !rows[w.row] {
 			missing[w.site]++
 			total++
+			if st := h.stepAtLocked(w.sent); st != nil {
+				st.outcomes[outcomeNotKept] = true
+			}
 		}
 	}
 	reported := map[string]uint64{}
@@ -483,12 +570,38 @@ func (h *harnessRun) report() {
 	totals.failovers += h.failovers
 	totals.avoidable += h.avoidable
 	totals.reclones += h.reclones
-	totals.acked += len(h.acked)
+	totals.acked += len(acked)
 	totals.notKept += total
 	totals.selfFences += selfFences
 	totals.mu.Unlock()
 	h.t.Logf("seed %d: faults %s; %d acknowledged writes, %d not kept (reported), %d failovers (%d with an avoidable loss), %d fenced by their sidecar while cut off from the operator, %d reclones, generation %d, active %s",
-		h.seed, strings.Join(h.faults, "; "), len(h.acked), total, h.failovers, h.avoidable, selfFences, h.reclones, g.Status.TopologyGeneration, g.Status.ActiveSite)
+		h.seed, strings.Join(h.faults, "; "), len(acked), total, h.failovers, h.avoidable, selfFences, h.reclones, g.Status.TopologyGeneration, g.Status.ActiveSite)
+}
+
+// holdings reads what the server of site holds: its databases and the rows
+// of harnessTable, by id.
+func (h *harnessRun) holdings(site string) (map[string]bool, map[int64]bool) {
+	db := adminDB(h.t, h.f.sites[site].sim)
+	dbs, rows := map[string]bool{}, map[int64]bool{}
+	for _, q := range []string{"SHOW DATABASES", "SELECT id FROM " + harnessTable} {
+		res, err := db.Query(q)
+		if err != nil {
+			h.t.Fatalf("seed %d: %s on %s: %v", h.seed, q, site, err)
+		}
+		for res.Next() {
+			var v string
+			if err := res.Scan(&v); err != nil {
+				h.t.Fatal(err)
+			}
+			if q == "SHOW DATABASES" {
+				dbs[v] = true
+			} else if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+				rows[n] = true
+			}
+		}
+		_ = res.Close()
+	}
+	return dbs, rows
 }
 
 // checkWriters samples the simulators' truth (invariant 1).
@@ -681,7 +794,7 @@ func (h *harnessRun) avoidableLoss(msg string) {
 }
 
 // writeLoad writes through the published active site, one database per
-// write, and records what was acknowledged and by which site.
+// write, as a client following DNS would, and logs every attempt.
 func (h *harnessRun) writeLoad(ctx context.Context) {
 	dbs := map[string]*sql.DB{}
 	defer func() {
@@ -694,20 +807,16 @@ func (h *harnessRun) writeLoad(ctx context.Context) {
 		db := dbs[site]
 		if db == nil {
 			var err error
-			db, err = sql.Open("mysql", simtest.AppUser+":"+simtest.AppPass+"@tcp("+h.f.sites[site].sim.Addr()+")/?timeout=300ms&readTimeout=300ms&writeTimeout=300ms")
-			if err != nil {
+			// A short wait: this client follows status.activeSite and must
+			// not sit on a site it has left.
+			if db, err = appDB(h.f.sites[site].sim.Addr(), 300*time.Millisecond); err != nil {
 				h.t.Errorf("write load: %v", err)
 				return
 			}
 			db.SetMaxOpenConns(1)
 			dbs[site] = db
 		}
-		name := fmt.Sprintf("w%d", i)
-		if _, err := db.ExecContext(ctx, "CREATE DATABASE "+name); err == nil {
-			h.mu.Lock()
-			h.acked = append(h.acked, ackedWrite{db: name, site: site})
-			h.mu.Unlock()
-		}
+		h.write(ctx, db, site, "active", fmt.Sprintf("w%d", i))
 		time.Sleep(15 * time.Millisecond)
 	}
 }

@@ -90,8 +90,8 @@ func TestBootstrapToReady(t *testing.T) {
 	if v := gauge(t, op.metrics, "bloodraven_topology_generation"); v != 1 {
 		t.Errorf("bloodraven_topology_generation = %v", v)
 	}
-	if v := gauge(t, op.metrics, "bloodraven_site_state", "site", "iad", "state", "Writable"); v != 1 {
-		t.Errorf("bloodraven_site_state{site=iad,state=Writable} = %v", v)
+	if v := gauge(t, op.metrics, "bloodraven_site_state", "site", "iad", "state", "writable"); v != 1 {
+		t.Errorf("bloodraven_site_state{site=iad,state=writable} = %v", v)
 	}
 }
 

@@ -49,8 +49,8 @@ func UUID(n uint32) string {
 }
 
 // Start creates and starts a server. Zero fields of cfg get defaults: a
-// unique ServerID and ServerUUID, the standard Users, 127.0.0.1:0. The server
-// is closed at test cleanup.
+// unique ServerID and ServerUUID, the standard Users, 127.0.0.1:0, a fresh
+// data directory under t.TempDir(). The server is closed at test cleanup.
 func Start(t testing.TB, cfg mysqlsim.Config) *mysqlsim.Server {
 	t.Helper()
 	n := serial.Add(1) + 100
@@ -65,6 +65,10 @@ func Start(t testing.TB, cfg mysqlsim.Config) *mysqlsim.Server {
 	}
 	if cfg.Name == "" {
 		cfg.Name = fmt.Sprintf("sim%d", cfg.ServerID)
+	}
+	if cfg.DataDir == "" {
+		// A real data directory: Crash and Restart go through the files.
+		cfg.DataDir = t.TempDir()
 	}
 	s, err := mysqlsim.New(cfg)
 	if err != nil {

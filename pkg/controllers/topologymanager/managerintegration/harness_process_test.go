@@ -1,0 +1,153 @@
+package managerintegration
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/shipstream/bloodraven/e2e/framework"
+)
+
+// Each site's mysqld has a process the sidecar can stop, as it can in a
+// pod with a shared process namespace: a stand-in child process (sleep)
+// whose PID is in the site's pid file (sidecar.Config.MySQLPIDFile). The
+// simulated mysqld runs in the test process, so the stand-in's death is
+// what makes it crash: the moment the harness sees the stand-in end, it
+// crashes the simulator (every connection drops, nothing more commits).
+// The sidecar counts the stand-in's zombie as gone, so it may confirm its
+// fence a few microseconds before the simulator has crashed; no promotion
+// follows that fast (the operator waits its self-fence deadline).
+//
+// After a stop by the sidecar, the container runtime restarts mysqld
+// (kubeletRestart later): it starts read-only, as the rendered my.cnf
+// starts it, and a freeze is gone with the process that was frozen.
+
+// kubeletRestart is how long after mysqld's process ended it is started
+// again.
+const kubeletRestart = time.Second
+
+// mysqldProcess is a site's stand-in process and what ended it.
+type mysqldProcess struct {
+	mu      sync.Mutex
+	pidFile string
+	proc    *framework.Process
+	crashed bool // the harness ended it (a crash fault), not the sidecar
+	closed  bool // the test is over: nothing restarts
+}
+
+var sleepBin = sync.OnceValues(func() (string, error) { return exec.LookPath("sleep") })
+
+// startProcess starts hs's stand-in and names it in the pid file.
+func (f *fabric) startProcess(hs *harnessSite) {
+	t := f.e.t
+	m := &hs.proc
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	f.startProcessLocked(t, hs)
+}
+
+func (f *fabric) startProcessLocked(t testing.TB, hs *harnessSite) {
+	m := &hs.proc
+	if m.pidFile == "" {
+		dir := t.TempDir()
+		m.pidFile = filepath.Join(dir, hs.name+".pid")
+		t.Cleanup(func() { f.endProcess(hs) })
+	}
+	bin, err := sleepBin()
+	if err != nil {
+		t.Fatalf("mysqld stand-in: %v", err)
+	}
+	p, err := framework.StartProcess("mysqld-"+hs.name, bin, []string{"100000"}, nil, m.pidFile+".log")
+	if err != nil {
+		t.Fatalf("mysqld stand-in of %s: %v", hs.name, err)
+	}
+	tmp := m.pidFile + ".tmp"
+	if err := os.WriteFile(tmp, []byte(strconv.Itoa(p.PID())+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, m.pidFile); err != nil { // the sidecar never reads half a pid
+		t.Fatal(err)
+	}
+	m.proc, m.crashed = p, false
+	go f.watchProcess(hs, p)
+}
+
+// watchProcess crashes the simulator when its stand-in ends other than by
+// the harness's own hand, and has it restarted as the kubelet would.
+func (f *fabric) watchProcess(hs *harnessSite, p *framework.Process) {
+	<-p.Done()
+	m := &hs.proc
+	m.mu.Lock()
+	if m.proc != p || m.crashed || m.closed {
+		m.mu.Unlock()
+		return
+	}
+	hs.sim.Crash()
+	m.proc = nil
+	hs.stops.Add(1)
+	f.e.t.Logf("%s: mysqld's process stopped by its sidecar; restarted read-only in %s", hs.name, kubeletRestart)
+	m.mu.Unlock()
+	time.Sleep(kubeletRestart)
+	f.restartMySQLD(hs)
+}
+
+// crash crashes site s's mysqld: its process ends (the pid file keeps the
+// dead process's id, as a crashed mysqld leaves it) and the simulator stops.
+func (f *fabric) crash(s string) {
+	hs := f.sites[s]
+	m := &hs.proc
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.proc != nil {
+		m.crashed = true
+		_ = m.proc.Stop(time.Second)
+		m.proc = nil
+	}
+	hs.sim.Crash()
+}
+
+// restartMySQLD starts a stopped mysqld again: not frozen, at MySQL's
+// default max_connections, read-only, with a new process. It does nothing
+// if mysqld runs.
+func (f *fabric) restartMySQLD(hs *harnessSite) {
+	m := &hs.proc
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed || hs.sim.Running() && m.proc != nil {
+		return
+	}
+	if hs.frozen.Load() {
+		// The frozen process is gone; its sessions ended with it, so the
+		// thaw releases nothing.
+		hs.thawedAt.Store(time.Now().UnixNano())
+		hs.sim.Thaw()
+		hs.frozen.Store(false)
+	}
+	hs.sim.SetMaxConnections(0)
+	if !hs.sim.Running() {
+		if err := hs.sim.Restart(); err != nil {
+			f.e.t.Logf("%s: restart: %v", hs.name, err)
+			return
+		}
+	}
+	if m.proc == nil {
+		f.startProcessLocked(f.e.t, hs)
+	}
+}
+
+// endProcess stops the stand-in at cleanup, by its PID.
+func (f *fabric) endProcess(hs *harnessSite) {
+	m := &hs.proc
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.closed = true
+	if m.proc != nil {
+		m.crashed = true
+		_ = m.proc.Stop(time.Second)
+		m.proc = nil
+	}
+}
