@@ -32,8 +32,6 @@ type binlogFiles struct {
 	gen     uint64 // Server.gen the file set was opened for
 	dir     string
 	tempDir bool // no data directory: removed when the Server closes
-	// sinceSync counts commits since the last fsync (sync_binlog=N).
-	sinceSync int
 	// purges is fs.Purges() when gtid_purged last followed the files.
 	purges int
 	// maxSize and expire are max_binlog_size and binlog_expire_logs_seconds;
@@ -85,12 +83,13 @@ func (s *Server) binlogFileSetLocked() *binlogfile.FileSet {
 	fs, err := binlogfile.Open(binlogfile.Options{
 		Dir: b.dir, ServerID: s.cfg.ServerID, ServerVersion: binlogServerVersion,
 		MaxSize: b.maxSizeValue(), ExpireSeconds: b.expireValue(), Executed: s.st.executed,
+		TrimToExecuted: true,
 	})
 	if err != nil {
 		s.log.Error("opening the binary log failed", "dir", b.dir, "err", err.Error())
 		return nil
 	}
-	b.fs, b.gen, b.sinceSync, b.purges = fs, s.gen, 0, -1
+	b.fs, b.gen, b.purges = fs, s.gen, -1
 	s.followBinlogPurgeLocked()
 	return fs
 }
@@ -143,20 +142,26 @@ func (s *Server) appendToBinlogFiles(t txn) {
 	s.followBinlogPurgeLocked()
 }
 
-// syncBinlogLocked writes the commit to the file (always, as the binlog
-// cache is flushed at commit) and fsyncs it per sync_binlog: every commit
-// for 1, every N commits for N, never for 0.
+// syncBinlogLocked makes the commit durable as the journal does
+// (datadir_boot.go): with durable settings it is fsynced before the
+// commit is acknowledged; otherwise it stays in process memory until the
+// journal's flusher writes both once a second, so a kill loses the same
+// tail from the binary log as from the data (docs/mysql-simulator.md).
 func (s *Server) syncBinlogLocked(fs *binlogfile.FileSet) {
-	b := &s.binlog
-	b.sinceSync++
-	var err error
-	if n := s.st.syncBinlog; n > 0 && b.sinceSync >= n {
-		err, b.sinceSync = fs.Sync(), 0
-	} else {
-		err = fs.Flush()
+	if !s.st.durable() {
+		return
 	}
-	if err != nil {
+	if err := fs.Sync(); err != nil {
 		s.log.Error("writing the binary log failed", "err", err.Error())
+	}
+}
+
+// flushBinlogFilesLocked writes what relaxed durability left buffered.
+func (s *Server) flushBinlogFilesLocked() {
+	if b := &s.binlog; b.fs != nil && b.gen == s.gen {
+		if err := b.fs.Flush(); err != nil {
+			s.log.Error("writing the binary log failed", "err", err.Error())
+		}
 	}
 }
 

@@ -181,6 +181,7 @@ func (s *Server) setDurabilityLocked() {
 			if err := r.flush(); err != nil {
 				s.log.Error("writing the redo journal failed", "err", err.Error())
 			}
+			s.flushBinlogFilesLocked()
 		}
 	}
 }
@@ -199,9 +200,12 @@ func (s *Server) runRedoFlusher(r *redoLog) {
 		}
 		s.mu.Lock()
 		if s.redo == r {
+			// the journal first: a kill between the two leaves the binary
+			// log shorter than the data, never holding a lost commit
 			if err := r.flush(); err != nil {
 				s.log.Error("writing the redo journal failed", "err", err.Error())
 			}
+			s.flushBinlogFilesLocked()
 		}
 		s.mu.Unlock()
 	}

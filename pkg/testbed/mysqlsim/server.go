@@ -262,6 +262,7 @@ func (s *Server) Start() error {
 	s.gen++
 	s.ln, s.addr, s.running = ln, ln.Addr().String(), true
 	s.stopped = make(chan struct{})
+	s.binlogFileSetLocked() // mysqld opens a new binary log at every start
 	s.wg.Add(1)
 	go s.acceptLoop(ln)
 	if err := s.startAdminLocked(); err != nil {

@@ -37,6 +37,13 @@ type Options struct {
 	// Executed is gtid_executed at start; with what the files hold it is
 	// the first new file's Previous_gtids.
 	Executed gtid.Set
+	// TrimToExecuted cuts off, at Open, the first logged transaction whose
+	// GTID is not in Executed and everything after it. The simulator's
+	// storage engine journal is the truth of what committed
+	// (docs/mysql-simulator.md, "Data directory and crash recovery"): a
+	// transaction it lost in a crash must not stay in the binary log, or its
+	// GTID would be issued again for another transaction.
+	TrimToExecuted bool
 }
 
 // FileSet is the binary log of one server: numbered files and the index in
@@ -86,6 +93,11 @@ func Open(opts Options) (*FileSet, error) {
 	fs := &FileSet{opts: opts, enc: encoder{serverVersion: serverVersionNumber(opts.ServerVersion), tableIDs: map[string]uint64{}}}
 	if err := fs.readIndex(); err != nil {
 		return nil, err
+	}
+	if opts.TrimToExecuted {
+		if err := fs.trimToExecuted(); err != nil {
+			return nil, err
+		}
 	}
 	if err := fs.recoverLast(); err != nil {
 		return nil, err
@@ -153,6 +165,33 @@ func (fs *FileSet) recoverLast() error {
 	}
 	if fc.InUse {
 		return clearInUse(last)
+	}
+	return nil
+}
+
+// trimToExecuted truncates the file holding the first transaction outside
+// opts.Executed at that transaction's start and drops the files after it.
+func (fs *FileSet) trimToExecuted() error {
+	for i, name := range fs.names {
+		fc, err := ReadFile(fs.path(name))
+		if fc == nil {
+			return err
+		}
+		for _, t := range fc.Txns {
+			if fs.opts.Executed.Contains(t.GTID) {
+				continue
+			}
+			if err := os.Truncate(fs.path(name), t.Start); err != nil {
+				return err
+			}
+			for _, later := range fs.names[i+1:] {
+				if err := os.Remove(fs.path(later)); err != nil && !errors.Is(err, os.ErrNotExist) {
+					return err
+				}
+			}
+			fs.names = fs.names[:i+1]
+			return fs.writeIndex()
+		}
 	}
 	return nil
 }
