@@ -59,8 +59,10 @@ type siteRuntime struct {
 	// down until /restart or a new pod (simcontrol.go).
 	held bool
 	// dataDir is the simulator's data directory on the pod's volume;
-	// simControl the private address of its own fault API.
-	dataDir, simControl string
+	// simControl the private address of its own fault API; simAdmin its
+	// administrative interface (admin_address:admin_port), chosen once so
+	// that it stays what the sidecar was told across restarts.
+	dataDir, simControl, simAdmin string
 	ready               bool
 	// restarts counts data-plane (re)starts, for the e2e tests.
 	starts int
@@ -284,11 +286,19 @@ func (a *NodeAgent) startSimLocked(s *siteRuntime) error {
 		return err
 	}
 	s.simControl = fmt.Sprintf("127.0.0.1:%d", port)
+	if s.simAdmin == "" {
+		admin, err := framework.FreePort()
+		if err != nil {
+			return err
+		}
+		s.simAdmin = fmt.Sprintf("127.0.0.1:%d", admin)
+	}
 	args := []string{
 		"-listen", s.plan.MySQLAddr, "-name", s.plan.Name,
 		"-server-id", strconv.FormatInt(s.plan.ServerID, 10), "-server-uuid", s.plan.ServerUUID,
 		"-users-file", a.usersFile, "-site-addresses", a.mapPath,
 		"-datadir", s.dataDir,
+		"-admin-addr", s.simAdmin, // my.cnf's admin_address and admin_port
 		"-control-addr", s.simControl, // behind the agent's fault API (simcontrol.go)
 		// As the rendered my.cnf starts mysqld: fenced, and replication
 		// stopped, until the operator says otherwise.
@@ -322,11 +332,11 @@ func (a *NodeAgent) startSidecarLocked(ctx context.Context, s *siteRuntime, pod 
 		"BLOODRAVEN_LISTEN_ADDR="+s.plan.SidecarAddr,
 		"BLOODRAVEN_OPERATOR_ENDPOINT="+operator,
 		devsitemap.EnvVar+"="+mapPath,
-		// The fence (docs/sidecar.md): the simulator has no administrative
-		// interface here, so the sidecar fences over its ordinary port; its
-		// pid file is the command's default in the data directory, and a
-		// simulator the sidecar stops is restarted like a killed container.
-		"BLOODRAVEN_MYSQL_ADMIN_ADDR="+s.plan.MySQLAddr,
+		// The fence (docs/sidecar.md) goes through the simulator's
+		// administrative interface; its pid file is the command's default
+		// in the data directory, and a simulator the sidecar stops is
+		// restarted like a killed container.
+		"BLOODRAVEN_MYSQL_ADMIN_ADDR="+s.simAdmin,
 		"BLOODRAVEN_MYSQL_PID_FILE="+filepath.Join(s.dataDir, "mysqld.pid"),
 	)
 	p, err := framework.StartProcess("sidecar-"+s.plan.Name, "bloodraven-sidecar", nil, env,
