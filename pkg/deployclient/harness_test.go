@@ -30,6 +30,7 @@ import (
 	"github.com/shipstream/bloodraven/pkg/deployapi"
 	"github.com/shipstream/bloodraven/pkg/deployclient"
 	"github.com/shipstream/bloodraven/pkg/leasestore"
+	"github.com/shipstream/bloodraven/pkg/logschema"
 )
 
 var cp *framework.ControlPlane
@@ -413,6 +414,20 @@ func (e *env) checkClientLog() {
 		var m map[string]any
 		if err := json.Unmarshal([]byte(line), &m); err != nil {
 			e.t.Errorf("client log line is not JSON: %q", line)
+		}
+	}
+	// Both sides' records as docs/logs.md lists them.
+	schema, err := logschema.Load()
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	for _, l := range []struct{ process, text string }{{logschema.DeployClient, out}, {logschema.Operator, e.serverLog.String()}} {
+		ps, err := schema.CheckLines(l.process, strings.NewReader(l.text))
+		if err != nil {
+			e.t.Error(err)
+		}
+		for _, p := range ps {
+			e.t.Errorf("%s log record not in docs/logs.md: %s", l.process, p)
 		}
 	}
 	if e.t.Failed() {

@@ -33,6 +33,10 @@ type sidecar struct {
 	// (outside what the product claims, docs/safety.md); gapSeen: the
 	// operator's decision has since had a fresh answer from the site.
 	gap, gapSeen bool
+	// gapReturn: the cut heals once another site is published (the old
+	// primary returns while DNS keeps clients on it), or, duringFailover,
+	// once the failover away from it passed its self-fence deadline.
+	gapReturn, duringFailover bool
 }
 
 // holds are what holds a fence off, and writes queued on a frozen mysqld.
@@ -59,7 +63,7 @@ var (
 		"sidecar stops while its site is cut off (outside the guarantee)"}
 	harnessOutcomeNames = []string{"self-fence by super_read_only", "self-fence by stopping mysqld", "operator fence failed",
 		"failover refused: sidecar not seen", "frozen old primary stopped by its sidecar", "acknowledged writes off the active site",
-		"operator fenced a site answering writable while not trusted"}
+		"operator fenced a site answering writable while not trusted", "cut-off old primary without a sidecar returns"}
 )
 
 // newFault injects one of issue 19's faults, mostly on the active site.
@@ -117,6 +121,7 @@ func (w *world) newFault(k int) {
 		if !s.operatorReaches() && s.sidecarRuns(w.now) && s.takesWrites() && !s.frozen {
 			s.sidecarDown, s.fencing, s.gap, s.gapSeen = true, false, true, false
 			s.connFull, s.longWriteUntil = false, time.Time{}
+			s.gapReturn, s.duringFailover = w.r.IntN(2) == 0, w.r.IntN(2) == 0
 			name = "sidecar stops while its site is cut off (outside the guarantee)"
 		}
 	case 11:
@@ -136,7 +141,12 @@ func (w *world) heal() {
 	for _, n := range w.order {
 		s := w.sites[n]
 		if s.gap && !s.takesWrites() {
-			s.gap, s.gapSeen = false, false
+			s.gap, s.gapSeen, s.gapReturn = false, false, false
+		}
+		if s.gapReturn && w.failedOverFrom(s) {
+			s.isolated, s.oneWay, s.gapReturn = false, false, false
+			w.stats.outcomes["cut-off old primary without a sidecar returns"]++
+			w.logf("%s reachable again", n)
 		}
 		if !s.longWriteUntil.IsZero() && !s.longWriteUntil.After(w.now) {
 			s.longWriteUntil = time.Time{}
@@ -155,6 +165,14 @@ func (w *world) heal() {
 			w.thaw(s)
 		}
 	}
+}
+
+// failedOverFrom: a gap site's return point has come (gapReturn).
+func (w *world) failedOverFrom(s *simSite) bool {
+	if t := w.status.Transition; s.duringFailover && t != nil && t.SourceSite == s.name {
+		return t.SourceFenceDeadline != nil && !w.now.Before(t.SourceFenceDeadline.Time)
+	}
+	return !s.duringFailover && w.status.ActiveSite != "" && w.status.ActiveSite != s.name && w.status.Transition == nil
 }
 
 // thaw lets a frozen mysqld run what it queued: the client writes commit

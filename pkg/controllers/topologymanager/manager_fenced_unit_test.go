@@ -66,3 +66,28 @@ func TestReadOnlyWithoutSuperReadOnlyIsNotFenced(t *testing.T) {
 		}
 	})
 }
+
+// What the decision gets as SidecarSeen: whether the sidecar answered in
+// the latest poll that reached the site at all; a poll that reaches
+// neither mysqld nor the sidecar (a full cut) keeps the last contact's word.
+func TestSidecarSeenIsTheLastContactsWord(t *testing.T) {
+	p := &mpass{m: &Manager{}, st: &groupState{sidecarHealthy: map[string]bool{}, pollFailed: map[string]bool{}, sidecarSeen: map[string]bool{}}}
+	steps := []struct {
+		name         string
+		answer       sidecarAnswer
+		mysqldFailed bool
+		seen         bool
+	}{
+		{"mysqld and sidecar answer", sidecarAnswer{answered: true}, false, true},
+		{"cut off entirely: the last contact's word", sidecarAnswer{}, true, true},
+		{"mysqld answers, the sidecar does not: it is down", sidecarAnswer{}, false, false},
+		{"cut off entirely again", sidecarAnswer{}, true, false},
+		{"mysqld down, the sidecar answers", sidecarAnswer{answered: true, healthy: false}, true, true},
+	}
+	for _, s := range steps {
+		p.noteSidecar("iad", s.answer, s.mysqldFailed)
+		if got := p.st.sidecarSeen["iad"]; got != s.seen {
+			t.Fatalf("%s: sidecarSeen %v, want %v", s.name, got, s.seen)
+		}
+	}
+}

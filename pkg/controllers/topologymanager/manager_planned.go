@@ -110,7 +110,7 @@ func (p *mpass) plannedProgress(before *v1alpha1.PlannedFailoverStatus) {
 		attrs = append(attrs, "outcome", string(r.Outcome), "reason", string(r.Reason))
 	}
 	p.log.Info("planned failover phase changed", attrs...)
-	// broken
+	p.m.opts.Metrics.plannedPhaseChanged(p.g, after)
 	if after.Phase.IsTerminal() && after.Result != nil {
 		var took time.Duration
 		if after.RequestTime != nil && after.CompletionTime != nil {

@@ -60,9 +60,15 @@ func eventConstants(f *ast.File) map[string]string {
 	return out
 }
 
+// seedSpelled are reasons seed 003 names as they are, outside the rule.
+var seedSpelled = map[string]bool{"SidecarVersionSkew": true}
+
 // checkReason fails t unless reason reads <Subject><PastTenseVerb>[Qualifier].
 func checkReason(t *testing.T, reason string) {
 	t.Helper()
+	if seedSpelled[reason] {
+		return
+	}
 	words := word.FindAllString(reason, -1)
 	if strings.Join(words, "") != reason {
 		t.Errorf("%q is not CamelCase", reason)

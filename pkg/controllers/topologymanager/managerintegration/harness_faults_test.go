@@ -36,6 +36,7 @@ type heldTxn struct {
 	conn *sql.Conn
 	row  int64
 	done chan struct{} // closed when its long statement returned (nil: none)
+	stop func()        // gives up waiting for the long statement
 }
 
 // openTxn opens an application transaction on site that wrote one row, on a
@@ -71,9 +72,10 @@ func (h *harnessRun) openTxn(site string) *heldTxn {
 // (an INSERT whose value is SLEEP's), as a long batch write would.
 func (x *heldTxn) longWrite(d time.Duration) {
 	x.done = make(chan struct{})
+	ctx, cancel := context.WithTimeout(context.Background(), d+5*time.Second)
+	x.stop = cancel
 	go func() {
 		defer close(x.done)
-		ctx, cancel := context.WithTimeout(context.Background(), d+5*time.Second)
 		defer cancel()
 		_, _ = x.conn.ExecContext(ctx, fmt.Sprintf("INSERT INTO %s (id, note) VALUES (%d, SLEEP(%.1f))", harnessTable, txnRows.Add(1), d.Seconds()))
 	}()
@@ -93,6 +95,11 @@ func (h *harnessRun) endTxn(x *heldTxn, commit bool) {
 		cancel()
 		h.clients.add(attempt{site: x.site, row: x.row, client: "transaction", sent: sent, acked: time.Now(), ok: err == nil})
 		h.t.Logf("seed %d: COMMIT of the open transaction on %s: %v", h.seed, x.site, errOrOK(err))
+	}
+	if x.stop != nil {
+		// The client gives up and drops the connection; the statement may
+		// run on in mysqld, as a long one does until it next checks.
+		x.stop()
 	}
 	_ = x.conn.Close()
 	if x.done != nil {

@@ -105,6 +105,17 @@ var byFault = struct {
 	outcomes map[string]map[string]int
 }{drawn: map[string]int{}, outcomes: map[string]map[string]int{}}
 
+// resetFigures empties totals and byFault.
+func resetFigures() {
+	totals.mu.Lock()
+	totals.faults, totals.partitions, totals.failovers, totals.avoidable = 0, 0, 0, 0
+	totals.reclones, totals.acked, totals.notKept, totals.selfFences, totals.completed = 0, 0, 0, 0, 0
+	totals.mu.Unlock()
+	byFault.Lock()
+	byFault.drawn, byFault.outcomes = map[string]int{}, map[string]map[string]int{}
+	byFault.Unlock()
+}
+
 // tally adds the sequence's steps to byFault. A step the sequence did not
 // finish (it failed before the group settled) counts what it had seen.
 func (h *harnessRun) tally() {

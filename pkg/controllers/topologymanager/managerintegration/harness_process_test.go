@@ -1,12 +1,12 @@
 package managerintegration
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"sync"
-	"testing"
 	"time"
 
 	"github.com/shipstream/bloodraven/e2e/framework"
@@ -47,33 +47,33 @@ func (f *fabric) startProcess(hs *harnessSite) {
 	m := &hs.proc
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	f.startProcessLocked(t, hs)
+	m.pidFile = filepath.Join(t.TempDir(), hs.name+".pid")
+	t.Cleanup(func() { f.endProcess(hs) })
+	if err := f.startProcessLocked(hs); err != nil {
+		t.Fatal(err)
+	}
 }
 
-func (f *fabric) startProcessLocked(t testing.TB, hs *harnessSite) {
+// startProcessLocked starts a stand-in and writes its pid file. It may run
+// on any goroutine (a restart), so it reports errors rather than failing
+// the test itself.
+func (f *fabric) startProcessLocked(hs *harnessSite) error {
 	m := &hs.proc
-	if m.pidFile == "" {
-		dir := t.TempDir()
-		m.pidFile = filepath.Join(dir, hs.name+".pid")
-		t.Cleanup(func() { f.endProcess(hs) })
-	}
 	bin, err := sleepBin()
 	if err != nil {
-		t.Fatalf("mysqld stand-in: %v", err)
+		return fmt.Errorf("mysqld stand-in: %w", err)
 	}
 	p, err := framework.StartProcess("mysqld-"+hs.name, bin, []string{"100000"}, nil, m.pidFile+".log")
 	if err != nil {
-		t.Fatalf("mysqld stand-in of %s: %v", hs.name, err)
-	}
-	tmp := m.pidFile + ".tmp"
-	if err := os.WriteFile(tmp, []byte(strconv.Itoa(p.PID())+"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(tmp, m.pidFile); err != nil { // the sidecar never reads half a pid
-		t.Fatal(err)
+		return fmt.Errorf("mysqld stand-in of %s: %w", hs.name, err)
 	}
 	m.proc, m.crashed = p, false
 	go f.watchProcess(hs, p)
+	tmp := m.pidFile + ".tmp"
+	if err := os.WriteFile(tmp, []byte(strconv.Itoa(p.PID())+"\n"), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, m.pidFile) // the sidecar never reads half a pid
 }
 
 // watchProcess crashes the simulator when its stand-in ends other than by
@@ -135,7 +135,9 @@ func (f *fabric) restartMySQLD(hs *harnessSite) {
 		}
 	}
 	if m.proc == nil {
-		f.startProcessLocked(f.e.t, hs)
+		if err := f.startProcessLocked(hs); err != nil {
+			f.e.t.Errorf("%s: %v", hs.name, err)
+		}
 	}
 }
 
