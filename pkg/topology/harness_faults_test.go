@@ -14,7 +14,8 @@ import (
 	"strings"
 	"time"
 
-	v1alpha1 "github.com/shipstream/bloodraven/pkg/apis/shipstream/v1alpha1"
+	"github.com/shipstream/bloodraven/pkg/apis/shipstream/v1alpha1"
+	"github.com/shipstream/bloodraven/pkg/observe"
 )
 
 // sidecar is the state of a site's sidecar process.
@@ -63,7 +64,7 @@ var (
 		"sidecar stops while its site is cut off (outside the guarantee)"}
 	harnessOutcomeNames = []string{"self-fence by super_read_only", "self-fence by stopping mysqld", "operator fence failed",
 		"failover refused: sidecar not seen", "frozen old primary stopped by its sidecar", "acknowledged writes off the active site",
-		"operator fenced a site answering writable while not trusted", "cut-off old primary without a sidecar returns"}
+		"operator fenced a site answering writable while not trusted", "cut-off old primary without a sidecar returns", "cut-off old primary returns to a restarted operator"}
 )
 
 // newFault injects one of issue 19's faults, mostly on the active site.
@@ -118,7 +119,10 @@ func (w *world) newFault(k int) {
 		// sites may take writes once another is promoted; the harness
 		// judges only what the operator does once it reaches the site
 		// again: fence it on its first answer (issue 19, hole 2).
-		if !s.operatorReaches() && s.sidecarRuns(w.now) && s.takesWrites() && !s.frozen {
+		if s.sidecarRuns(w.now) && s.takesWrites() && !s.frozen && !s.sidecarDown {
+			// Cut off now if it is not yet: its sidecar stops right after
+			// the operator's last contact.
+			s.isolated = s.isolated || s.operatorReaches()
 			s.sidecarDown, s.fencing, s.gap, s.gapSeen = true, false, true, false
 			s.connFull, s.longWriteUntil = false, time.Time{}
 			s.gapReturn, s.duringFailover = w.r.IntN(2) == 0, w.r.IntN(2) == 0
@@ -147,6 +151,13 @@ func (w *world) heal() {
 			s.isolated, s.oneWay, s.gapReturn = false, false, false
 			w.stats.outcomes["cut-off old primary without a sidecar returns"]++
 			w.logf("%s reachable again", n)
+			if w.r.IntN(3) == 0 {
+				// To an operator restarted meanwhile, which trusts its first
+				// answer (nothing in memory says it was Unreachable).
+				w.resetMemory()
+				w.stats.outcomes["cut-off old primary returns to a restarted operator"]++
+				w.logf("operator restart")
+			}
 		}
 		if !s.longWriteUntil.IsZero() && !s.longWriteUntil.After(w.now) {
 			s.longWriteUntil = time.Time{}
@@ -302,7 +313,7 @@ func (w *world) operatorFence(s *simSite) bool {
 		w.logf("fence of %s failed: held off by a long write", s.name)
 		return false
 	}
-	if m := w.mem[s.name]; m.reach != "Reachable" && !s.sro {
+	if m := w.mem[s.name]; m.reach != observe.Reachable && !s.sro {
 		w.stats.outcomes["operator fenced a site answering writable while not trusted"]++
 	}
 	s.ro, s.sro, s.idleTxn = true, true, false

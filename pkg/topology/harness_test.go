@@ -53,7 +53,7 @@ const (
 type simSite struct {
 	name, uuid string
 	crashed    bool // process down: no answers, no writes
-	frozen     bool // process stopped: no answers, no writes, keeps its state
+	frozen     bool // process stopped: no answers, keeps its state; client writes queue (holds.queued)
 	isolated   bool // network partition: operator and peers cannot reach it; local clients can
 	// oneWay: the operator cannot reach the site (mysqld nor sidecar), but
 	// the site reaches the operator and its peers, as with a NetworkPolicy

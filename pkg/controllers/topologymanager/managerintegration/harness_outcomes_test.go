@@ -20,7 +20,7 @@ const (
 	outcomeReclone      = "reclone"
 	outcomeNotKept      = "acknowledged writes not kept (reported lost)"
 	outcomeTwoWriters   = "two writers (violation)"
-	outcomeOtherFailure = "other violation"
+	outcomeOtherFailure = "another failure (a check or the settling)"
 )
 
 var outcomeOrder = []string{outcomeFailover, outcomeNoFailover, outcomeSidecarFence, outcomeProcessStop, outcomeReclone,
