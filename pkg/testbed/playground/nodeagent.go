@@ -63,7 +63,7 @@ type siteRuntime struct {
 	// administrative interface (admin_address:admin_port), chosen once so
 	// that it stays what the sidecar was told across restarts.
 	dataDir, simControl, simAdmin string
-	ready               bool
+	ready                         bool
 	// restarts counts data-plane (re)starts, for the e2e tests.
 	starts int
 }
