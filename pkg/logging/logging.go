@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"strings"
 
+	mysqldriver "github.com/go-sql-driver/mysql"
 	"k8s.io/klog/v2"
 )
 
@@ -34,16 +35,29 @@ func New(w io.Writer, level slog.Leveler) *slog.Logger {
 // carry logger="klog": their messages and fields belong to the Kubernetes
 // libraries, so the log schema (docs/logs.md) covers only their common
 // fields.
+//
+// The MySQL driver's own messages (a connection reset under a pooled
+// connection, say) would otherwise be plain text on stderr; they come
+// through as WARN records with logger="mysql".
 func Install(logger *slog.Logger) {
 	slog.SetDefault(logger)
 	klog.SetSlogLogger(logger.With(KlogKey, KlogValue))
+	_ = mysqldriver.SetLogger(driverLog{logger.With(KlogKey, MySQLDriverValue)})
 }
 
-// KlogKey and KlogValue mark the records klog bridges in.
+// KlogKey names the library a bridged record comes from: KlogValue for
+// klog, MySQLDriverValue for the MySQL driver.
 const (
-	KlogKey   = "logger"
-	KlogValue = "klog"
+	KlogKey          = "logger"
+	KlogValue        = "klog"
+	MySQLDriverValue = "mysql"
 )
+
+// driverLog is the MySQL driver's Logger (it calls Print with one
+// preformatted message).
+type driverLog struct{ l *slog.Logger }
+
+func (d driverLog) Print(v ...any) { d.l.Warn(strings.TrimSpace(fmt.Sprint(v...))) }
 
 // secretKeys are lower-cased substrings of attribute keys whose values must
 // never reach a log line.

@@ -3,12 +3,18 @@ package logging
 import (
 	"bufio"
 	"bytes"
+	"database/sql"
 	"encoding/json"
 	"errors"
+	"log"
 	"log/slog"
+	"net"
+	"os"
 	"strings"
+	"sync"
 	"testing"
 
+	mysqldriver "github.com/go-sql-driver/mysql"
 	"k8s.io/klog/v2"
 )
 
@@ -73,4 +79,66 @@ func TestKlogIsBridged(t *testing.T) {
 	if strings.Join(msgs, "|") != strings.Join(want, "|") {
 		t.Fatalf("messages = %q, want %q", msgs, want)
 	}
+}
+
+// The MySQL driver's messages, plain text on stderr by default, come
+// through the handler as WARN records marked logger=mysql: here the one it
+// writes when a server closes the connection before its handshake.
+func TestMySQLDriverIsBridged(t *testing.T) {
+	var buf syncBuffer
+	Install(New(&buf, slog.LevelInfo))
+	defer func() { _ = mysqldriver.SetLogger(log.New(os.Stderr, "[mysql] ", log.Ldate|log.Ltime|log.Lshortfile)) }()
+	defer klog.ClearLogger()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	db, err := sql.Open("mysql", "u:p@tcp("+ln.Addr().String()+")/?timeout=2s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := db.Ping(); err == nil {
+		t.Fatal("ping of a server that hangs up succeeded")
+	}
+	n := 0
+	for line := range strings.Lines(buf.String()) {
+		var obj map[string]any
+		if err := json.Unmarshal([]byte(line), &obj); err != nil {
+			t.Fatalf("line is not JSON: %q", line)
+		}
+		if obj[KlogKey] == MySQLDriverValue && obj["level"] == "WARN" && strings.Contains(obj["msg"].(string), "EOF") {
+			n++
+		}
+	}
+	if n == 0 {
+		t.Fatalf("no driver record in %q", buf.String())
+	}
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

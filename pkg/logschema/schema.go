@@ -32,12 +32,12 @@ const (
 )
 
 // LoggerKey marks records a library writes through the process's handler:
-// klog (the Kubernetes client libraries, bridged by pkg/logging) and
-// net/http (a server's own errors). Their message and fields are the
+// klog (the Kubernetes client libraries) and mysql (the MySQL driver), both
+// bridged by pkg/logging, and net/http (a server's own errors). Their message and fields are the
 // library's, not the contract's; only the common fields are checked.
 const LoggerKey = logging.KlogKey
 
-var libraryLoggers = []string{logging.KlogValue, "net/http"}
+var libraryLoggers = []string{logging.KlogValue, logging.MySQLDriverValue, "net/http"}
 
 // Type is a field's type as the JSON line carries it.
 type Type string

@@ -84,6 +84,7 @@ func TestCheckLine(t *testing.T) {
 		// A library's own record: its message and fields are not ours.
 		{`{` + ts + `,"level":"INFO","msg":"Caches are synced","logger":"klog","controller":"x"}`, ""},
 		{`{` + ts + `,"level":"INFO","msg":"Caches are synced","logger":"mine"}`, `is not listed`},
+		{`{` + ts + `,"level":"WARN","msg":"packets.go:58 unexpected EOF","logger":"mysql"}`, ""},
 	} {
 		got := check(t, s, c.line)
 		switch {

@@ -227,13 +227,16 @@ func (d *decider) continueBootstrap(t *v1alpha1.Transition) {
 		d.abortBootstrap(t, fmt.Sprintf("site %s is not in spec.sites", target))
 		return
 	}
-	if d.in.Observed[target].Reach == observe.Unreachable {
-		d.abortBootstrap(t, fmt.Sprintf("site %s became unreachable", target))
-		return
-	}
 	// Any other site that answers writable is fenced at once, even while
 	// others are still being observed.
 	d.fenceWritable(target, fmt.Sprintf("bootstrap: site %s is the only writable site", target))
+	if d.in.Observed[target].Reach == observe.Unreachable {
+		// An earlier pass may have made the target writable, and an
+		// unreachable site cannot be seen to be fenced: choosing another
+		// site now could give the group two writers. Wait for it to answer.
+		d.waiting = fmt.Sprintf("bootstrap of site %s: waiting for it to answer; it may already be writable, so no other site is chosen while it cannot be seen (remove it from spec.sites to choose another)", target)
+		return
+	}
 	if u := d.undecided(); len(u) > 0 {
 		d.waiting = fmt.Sprintf("bootstrap of site %s: waiting for a current observation of sites %s", target, strings.Join(u, ", "))
 		return

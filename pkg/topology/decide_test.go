@@ -289,10 +289,22 @@ func TestContinueBootstrap(t *testing.T) {
 			t.Fatalf("actions %s transition %+v", got, d.Status.Transition)
 		}
 	})
-	t.Run("target unreachable: aborted", func(t *testing.T) {
+	// The target may have been made writable by an earlier pass; choosing
+	// another site while it cannot be seen could make two writers.
+	t.Run("target unreachable: the intent is kept, no other site chosen", func(t *testing.T) {
 		d := Decide(newInput(with(empty4(), "iad", unreachable()), bootstrapping("iad", 1)))
-		if d.Status.Transition != nil || len(d.Actions) != 0 {
+		if tr := d.Status.Transition; tr == nil || tr.TargetSite != "iad" || len(d.Actions) != 0 || d.Status.ActiveSite != "" {
 			t.Fatalf("status %+v actions %v", d.Status, actions(d))
+		}
+		if hasEvent(d, v1alpha1.EventBootstrapAborted, true) {
+			t.Fatalf("events %+v", d.Events)
+		}
+	})
+	t.Run("target unreachable, another site writable: that one is fenced", func(t *testing.T) {
+		obs := with(with(empty4(), "iad", unreachable()), "pdx", site("pdx", true, "", nil))
+		d := Decide(newInput(obs, bootstrapping("iad", 1)))
+		if got := strings.Join(actions(d), ","); got != "Fence pdx" || d.Status.Transition == nil {
+			t.Fatalf("actions %s transition %+v", got, d.Status.Transition)
 		}
 	})
 	t.Run("a site not settled: wait, no action", func(t *testing.T) {
