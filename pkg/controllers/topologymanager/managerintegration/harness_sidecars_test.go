@@ -15,6 +15,7 @@ import (
 	"github.com/shipstream/bloodraven/pkg/auxiliary"
 	"github.com/shipstream/bloodraven/pkg/controllers/topologymanager"
 	"github.com/shipstream/bloodraven/pkg/devsitemap"
+	"github.com/shipstream/bloodraven/pkg/logschema"
 	"github.com/shipstream/bloodraven/pkg/mysql"
 	"github.com/shipstream/bloodraven/pkg/sidecar"
 	"github.com/shipstream/bloodraven/pkg/siteaddr"
@@ -120,6 +121,9 @@ type fabric struct {
 	op    *operatorRun
 	// operatorDown is set while no operator process runs.
 	operatorDown atomic.Bool
+	// sidecarLogs records every sidecar record, checked against
+	// docs/logs.md at cleanup.
+	sidecarLogs *logschema.Recorder
 }
 
 // newFabric starts, per site, a simulated mysqld and the real sidecar, and
@@ -129,7 +133,9 @@ type fabric struct {
 func newFabric(t testing.TB, defs []siteDef, lease, interval time.Duration) *fabric {
 	t.Helper()
 	// newEnv without sites: the namespace, the clients, the operator Secret.
-	f := &fabric{e: newEnv(t, nil), net: netcut.New(), aux: startAuxEndpoint(t), sites: map[string]*harnessSite{}}
+	f := &fabric{e: newEnv(t, nil), net: netcut.New(), aux: startAuxEndpoint(t), sites: map[string]*harnessSite{},
+		sidecarLogs: logschema.NewRecorder(logschema.Sidecar)}
+	t.Cleanup(func() { f.sidecarLogs.Check(t) })
 	f.net.Name(f.aux.addr, operatorName)
 	var mu sync.Mutex
 	resolve := func(host string, port int) string {
@@ -225,7 +231,7 @@ func (f *fabric) runSidecar(hs *harnessSite) {
 		MySQL:          mysql.Options{Addr: hs.sim.Addr(), User: simtest.AdminUser, Password: simtest.AdminPass},
 		MySQLAdminAddr: hs.sim.AdminAddr(), MySQLPIDFile: hs.proc.pidFile,
 		OperatorEndpoint: f.aux.addr, Peers: peers, LeaseTimeout: hs.lease, PeerCheckInterval: hs.interval,
-		Version: "harness", HTTPClient: f.net.Client(hs.name), Logger: harnessLogger(f.e.ns, "sidecar "+hs.name),
+		Version: "harness", HTTPClient: f.net.Client(hs.name), Logger: f.sidecarLogs.Logger(harnessHandler(f.e.ns, "sidecar "+hs.name)),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -270,10 +276,18 @@ func (hs *harnessSite) sidecarRunning() bool {
 // HARNESS_REAL_LOGS is set: then they go to stderr, tagged with the
 // sequence's namespace, to follow one sequence's fences.
 func harnessLogger(ns, who string) *slog.Logger {
+	if h := harnessHandler(ns, who); h != nil {
+		return slog.New(h)
+	}
+	return nil
+}
+
+// harnessHandler is harnessLogger's handler; nil unless HARNESS_REAL_LOGS.
+func harnessHandler(ns, who string) slog.Handler {
 	if os.Getenv("HARNESS_REAL_LOGS") == "" {
 		return nil
 	}
-	return slog.New(slog.NewTextHandler(os.Stderr, nil)).With("namespace", ns, "who", who)
+	return slog.NewTextHandler(os.Stderr, nil).WithAttrs([]slog.Attr{slog.String("namespace", ns), slog.String("who", who)})
 }
 
 // startOperator starts an operator run and puts its auxiliary handler,
