@@ -1,10 +1,8 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -95,19 +93,7 @@ func startSim(t *testing.T, dataDir string, extra ...string) *simProc {
 	})
 	addrCh, controlCh := make(chan string, 1), make(chan string, 1)
 	go func() {
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			var rec map[string]any
-			if json.Unmarshal(sc.Bytes(), &rec) != nil {
-				continue
-			}
-			switch rec["msg"] {
-			case "listening":
-				addrCh <- rec["addr"].(string)
-			case "control API listening":
-				controlCh <- rec["controlAddr"].(string)
-			}
-		}
+		scanStartupLog(stderr, addrCh, controlCh)
 		p.waitErr = cmd.Wait()
 		close(p.exited)
 	}()

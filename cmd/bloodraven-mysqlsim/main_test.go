@@ -5,6 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -50,19 +51,7 @@ func TestBinaryServesAndStopsOnSIGTERM(t *testing.T) {
 	})
 	addrCh, controlCh := make(chan string, 1), make(chan string, 1)
 	go func() {
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			var rec map[string]any
-			if json.Unmarshal(sc.Bytes(), &rec) != nil {
-				continue
-			}
-			switch rec["msg"] {
-			case "listening":
-				addrCh <- rec["addr"].(string)
-			case "control API listening":
-				controlCh <- rec["controlAddr"].(string)
-			}
-		}
+		scanStartupLog(stderr, addrCh, controlCh)
 		exited <- cmd.Wait()
 	}()
 	var addr string
@@ -160,6 +149,24 @@ func TestResolverUsesFlagsThenSiteMap(t *testing.T) {
 	} {
 		if got := r(tc.host, tc.port); got != tc.want {
 			t.Errorf("resolve(%s, %d) = %s, want %s", tc.host, tc.port, got, tc.want)
+		}
+	}
+}
+
+// scanStartupLog reads the simulator's JSON log until it ends and passes
+// on the listening and control addresses as the process announces them.
+func scanStartupLog(stderr io.Reader, addrCh, controlCh chan<- string) {
+	sc := bufio.NewScanner(stderr)
+	for sc.Scan() {
+		var rec map[string]any
+		if json.Unmarshal(sc.Bytes(), &rec) != nil {
+			continue
+		}
+		switch rec["msg"] {
+		case "listening":
+			addrCh <- rec["addr"].(string)
+		case "control API listening":
+			controlCh <- rec["controlAddr"].(string)
 		}
 	}
 }
