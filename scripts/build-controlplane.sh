@@ -109,6 +109,20 @@ if [ ! -f "$stages/.version" ] || [ "$(cat "$stages/.version")" != "$stages_mark
   log "copied kwok stages to $stages"
 fi
 
+# kwok's PortForward CRD: the playground's node agent declares, per pod, where
+# kwok's kubelet server forwards a port-forward to (the pod's simulated mysqld
+# and its sidecar), so `kubectl port-forward` works against kwok nodes as
+# against a kubelet.
+crds=$BIN_DIR/kwok-crds
+if [ ! -f "$crds/.version" ] || [ "$(cat "$crds/.version")" != "$KWOK_VERSION" ]; then
+  moddir=$(cd "$tools" && GOFLAGS=-mod=mod go mod download -json "sigs.k8s.io/kwok@$KWOK_VERSION" | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')
+  rm -rf "$crds" && mkdir -p "$crds"
+  cp "$moddir/kustomize/crd/bases/kwok.x-k8s.io_portforwards.yaml" "$crds/"
+  chmod -R u+w "$crds"
+  echo "$KWOK_VERSION" > "$crds/.version"
+  log "copied kwok's PortForward CRD to $crds"
+fi
+
 # bin/ is a build output, never Go packages of this module: a go.mod of its own
 # keeps ./... patterns out of it whatever lands there.
 [ -f "$BIN_DIR/go.mod" ] || printf 'module bloodraven.local/bin\n' > "$BIN_DIR/go.mod"

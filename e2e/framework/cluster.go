@@ -50,22 +50,39 @@ func (cp *ControlPlane) StartScheduler(ctx context.Context) error {
 // StartKwok starts kwok managing the nodes annotated KwokNodeAnnotation=fake,
 // with only the node stages (initialize, heartbeat with Lease): kwok keeps
 // those nodes Ready but leaves pods alone, so something else (a node agent)
-// plays the kubelet for them. It is stopped with the control plane.
-func (cp *ControlPlane) StartKwok() error {
+// plays the kubelet for them. kwok also serves the kubelet API for its nodes
+// on a loopback port (the nodes' kubelet endpoint, with the API server's own
+// serving certificate), so the API server's pods/portforward reaches it; where
+// a pod's ports lead is declared per pod with kwok's PortForward objects,
+// whose CRD this installs. It is stopped with the control plane.
+func (cp *ControlPlane) StartKwok(ctx context.Context) error {
 	stages := filepath.Join(BinDir(), "kwok-stages", "node")
 	initialize := filepath.Join(stages, "fast", "node-initialize.yaml")
 	heartbeat := filepath.Join(stages, "heartbeat-with-lease", "node-heartbeat-with-lease.yaml")
-	for _, f := range []string{initialize, heartbeat} {
+	crds := filepath.Join(BinDir(), "kwok-crds")
+	for _, f := range []string{initialize, heartbeat, crds} {
 		if _, err := os.Stat(f); err != nil {
-			return fmt.Errorf("kwok stage %s is missing: run `make tools` first", f)
+			return fmt.Errorf("kwok file %s is missing: run `make tools` first", f)
 		}
 	}
-	_, err := cp.start("kwok", "kwok",
+	if err := cp.InstallCRDs(ctx, crds); err != nil {
+		return err
+	}
+	port, err := FreePort()
+	if err != nil {
+		return err
+	}
+	_, err = cp.start("kwok", "kwok",
 		"--kubeconfig="+cp.KubeconfigPath,
 		"--config="+initialize, "--config="+heartbeat,
 		"--manage-nodes-with-annotation-selector="+KwokNodeAnnotation+"=fake",
 		"--node-lease-duration-seconds=40",
 		"--node-ip=127.0.0.1",
+		"--node-port="+strconv.Itoa(port),
+		"--server-address=127.0.0.1:"+strconv.Itoa(port),
+		"--tls-cert-file="+cp.certs.servingCert,
+		"--tls-private-key-file="+cp.certs.servingKey,
+		"--enable-crds=PortForward",
 	)
 	return err
 }

@@ -55,6 +55,7 @@ type ControlPlane struct {
 	APIServerURL string
 
 	client    kubernetes.Interface
+	certs     *pki
 	processes []*process // in start order; stopped in reverse
 	stopOnce  sync.Once
 }
@@ -93,6 +94,7 @@ func (cp *ControlPlane) bringUp(ctx context.Context, opts Options) error {
 	if err != nil {
 		return fmt.Errorf("write certificates: %w", err)
 	}
+	cp.certs = certs
 	etcdURL, err := cp.startEtcd(ctx)
 	if err != nil {
 		return err
@@ -211,6 +213,9 @@ func (cp *ControlPlane) startAPIServer(ctx context.Context, certs *pki, etcdURL 
 		"--service-account-signing-key-file="+certs.serviceAccountKey,
 		"--token-auth-file="+tokenFile,
 		"--authorization-mode=RBAC",
+		// kwok's nodes carry a Hostname address nothing resolves here; their
+		// kubelet endpoint (kwok's server, see StartKwok) is at the InternalIP.
+		"--kubelet-preferred-address-types=InternalIP",
 		"--allow-privileged=true",
 		"--disable-admission-plugins=ServiceAccount",
 		"--profiling=false",

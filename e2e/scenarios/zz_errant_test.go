@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -67,13 +68,18 @@ func TestErrantTransactionBlocksThenRecloneHeals(t *testing.T) {
 		t.Fatalf("kubectl bloodraven status does not show %s's divergence:\n%s", follower.Name, out)
 	}
 	// gtid-audit reads the servers themselves and must fail (exit 1, what
-	// an upgrade script gates on) naming the follower's divergent set.
-	out, code := pluginCode(t, "gtid-audit", pg.Group, "--dev-site-addresses", playgroundEnv(t, "BLOODRAVEN_DEV_SITE_ADDRESSES"))
-	t.Logf("kubectl bloodraven gtid-audit (exit %d):\n%s", code, out)
-	if code != 1 || !strings.Contains(out, follower.Name) || !strings.Contains(out, divergent) {
-		t.Fatalf("kubectl bloodraven gtid-audit: exit %d, want 1 naming %s's set %s:\n%s", code, follower.Name, divergent, out)
+	// an upgrade script gates on) naming the follower's divergent set: as a
+	// user in a cluster runs it, through a port-forward to each site's pod
+	// (the API server's pods/portforward, served for kwok's nodes by kwok),
+	// and through the development site-address map.
+	for _, how := range [][]string{nil, {"--dev-site-addresses", playgroundEnv(t, "BLOODRAVEN_DEV_SITE_ADDRESSES")}} {
+		out, code := pluginCode(t, append([]string{"gtid-audit", pg.Group}, how...)...)
+		t.Logf("kubectl bloodraven gtid-audit %v (exit %d):\n%s", how, code, out)
+		if code != 1 || !strings.Contains(out, follower.Name) || !strings.Contains(out, divergent) {
+			t.Fatalf("kubectl bloodraven gtid-audit %v: exit %d, want 1 naming %s's set %s:\n%s", how, code, follower.Name, divergent, out)
+		}
 	}
-	out = plugin(t, "reclone", pg.Group, follower.Name, "--yes")
+	out := plugin(t, "reclone", pg.Group, follower.Name, "--yes")
 	t.Logf("kubectl bloodraven reclone:\n%s", out)
 
 	eventually(t, 2*time.Minute, func() string {
@@ -134,7 +140,15 @@ func pluginCode(t *testing.T, args ...string) (string, int) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	args = append(args, "--kubeconfig", pg.CP.KubeconfigPath, "-n", pg.Namespace)
-	out, err := exec.CommandContext(ctx, filepath.Join(framework.BinDir(), "kubectl-bloodraven"), args...).CombinedOutput()
+	cmd := exec.CommandContext(ctx, filepath.Join(framework.BinDir(), "kubectl-bloodraven"), args...)
+	// The development map only when a flag passes it: without one,
+	// gtid-audit must take the port-forward path a cluster user takes.
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "BLOODRAVEN_DEV_SITE_ADDRESSES=") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	out, err := cmd.CombinedOutput()
 	var exit *exec.ExitError
 	switch {
 	case errors.As(err, &exit):

@@ -246,6 +246,9 @@ func (a *NodeAgent) startSiteLocked(ctx context.Context, s *siteRuntime, pod *co
 	if err := a.startSidecarLocked(ctx, s, pod); err != nil {
 		return err
 	}
+	if err := a.declarePortForward(ctx, s, pod); err != nil { // portforward.go
+		return err
+	}
 	s.podUID = pod.UID
 	s.starts++
 	a.log.Info("node agent: site started for pod", "site", s.plan.Name, "pod", pod.Name, "podUID", string(pod.UID), "node", pod.Spec.NodeName)

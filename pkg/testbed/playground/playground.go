@@ -139,7 +139,7 @@ func Start(ctx context.Context, cfg Config) (_ *Playground, err error) {
 		if err := p.CP.StartScheduler(ctx); err != nil {
 			return err
 		}
-		return p.CP.StartKwok()
+		return p.CP.StartKwok(ctx)
 	}); err != nil {
 		return nil, err
 	}
