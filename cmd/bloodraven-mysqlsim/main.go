@@ -43,6 +43,10 @@ type options struct {
 	dataDir, pidFile         string
 	syncBinlog, flushAtTrx   int
 	adminAddr                string
+	defaultsFile, root       string
+	mysqldOptions            listFlag
+	envFile, initDBDir       string
+	given                    map[string]bool // flags set on the command line
 }
 
 func main() {
@@ -75,9 +79,16 @@ func run(args []string) error {
 	fs.StringVar(&o.pidFile, "pid-file", "", "pid file written at start, removed at a clean shutdown (default <datadir>/mysqld.pid with -datadir)")
 	fs.IntVar(&o.syncBinlog, "sync-binlog", 1, "sync_binlog at start (1: every commit durable before it is acknowledged)")
 	fs.IntVar(&o.flushAtTrx, "innodb-flush-log-at-trx-commit", 1, "innodb_flush_log_at_trx_commit at start (0, 1 or 2)")
+	fs.StringVar(&o.defaultsFile, "defaults-file", "", "mysqld's --defaults-file: the option file read at every start (a path under -root when set); flags win over it")
+	fs.StringVar(&o.root, "root", "", "directory standing for the container's filesystem: absolute paths in the option files, -defaults-file and -initdb-dir resolve under it")
+	fs.Var(&o.mysqldOptions, "option", "a mysqld command-line option name[=value] (e.g. plugin-load-add=mysql_clone.so), applied after the option file; repeatable")
+	fs.StringVar(&o.envFile, "env-file", "", "the container's environment, KEY=VALUE per line: with it (or -initdb-dir) an empty data directory is initialised as the official image's entrypoint does (MYSQL_ROOT_PASSWORD, ...)")
+	fs.StringVar(&o.initDBDir, "initdb-dir", "", "the image's /docker-entrypoint-initdb.d: *.sql and *.sql.gz run once, in name order, at first boot (a path under -root when set)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	o.given = map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { o.given[f.Name] = true })
 	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
 	cfg, err := buildConfig(o, log)
 	if err != nil {
@@ -111,21 +122,35 @@ func buildConfig(o options, log *slog.Logger) (mysqlsim.Config, error) {
 		Name: o.name, Addr: o.listen, AdminAddr: o.adminAddr, ServerUUID: o.serverUUID,
 		ReadOnly: o.readOnly, SuperReadOnly: o.superReadOnly, SkipReplicaStart: o.skipReplicaStart, Unsupervised: o.unsupervised, Logger: log,
 	}
-	if o.serverID == 0 || o.serverID > 1<<32-1 {
-		return cfg, errors.New("-server-id: required, 1 to 4294967295")
+	if (o.serverID == 0 && o.defaultsFile == "") || o.serverID > 1<<32-1 {
+		return cfg, errors.New("-server-id: required (unless the -defaults-file sets server-id), 1 to 4294967295")
 	}
 	cfg.ServerID = uint32(o.serverID)
-	if o.serverUUID == "" && o.dataDir == "" {
+	if o.serverUUID == "" && o.dataDir == "" && o.defaultsFile == "" {
 		return cfg, errors.New("-server-uuid: required without -datadir (whose auto.cnf holds it)")
 	}
 	cfg.DataDir, cfg.PIDFile = o.dataDir, o.pidFile
-	if cfg.PIDFile == "" && o.dataDir != "" {
+	if cfg.PIDFile == "" && o.dataDir != "" && o.defaultsFile == "" {
 		cfg.PIDFile = filepath.Join(o.dataDir, "mysqld.pid")
 	}
 	if o.flushAtTrx < 0 || o.flushAtTrx > 2 || o.syncBinlog < 0 {
 		return cfg, errors.New("-sync-binlog: 0 or more; -innodb-flush-log-at-trx-commit: 0, 1 or 2")
 	}
-	cfg.SyncBinlog, cfg.InnoDBFlushLogAtTrxCommit = &o.syncBinlog, &o.flushAtTrx
+	// Only flags given win over the option file, as mysqld's command line.
+	if o.given["sync-binlog"] || o.defaultsFile == "" {
+		cfg.SyncBinlog = &o.syncBinlog
+	}
+	if o.given["innodb-flush-log-at-trx-commit"] || o.defaultsFile == "" {
+		cfg.InnoDBFlushLogAtTrxCommit = &o.flushAtTrx
+	}
+	cfg.DefaultsFile, cfg.RootDir, cfg.Options, cfg.InitDBDir = o.defaultsFile, o.root, o.mysqldOptions, o.initDBDir
+	if o.envFile != "" {
+		env, err := readEnvFile(o.envFile)
+		if err != nil {
+			return cfg, fmt.Errorf("-env-file: %w", err)
+		}
+		cfg.Env = env
+	}
 	lines := append([]string(nil), o.users...)
 	if o.usersFile != "" {
 		fileLines, err := readLines(o.usersFile)
@@ -141,8 +166,8 @@ func buildConfig(o options, log *slog.Logger) (mysqlsim.Config, error) {
 		}
 		cfg.Users = append(cfg.Users, u)
 	}
-	if len(cfg.Users) == 0 {
-		return cfg, errors.New("-user or -users-file: at least one account is required")
+	if len(cfg.Users) == 0 && cfg.Env == nil && cfg.InitDBDir == "" {
+		return cfg, errors.New("-user or -users-file: at least one account is required (or -env-file / -initdb-dir for the image's first boot)")
 	}
 	if (o.tlsCert == "") != (o.tlsKey == "") {
 		return cfg, errors.New("-tls-cert and -tls-key must be given together")
@@ -177,6 +202,27 @@ func parseUser(s string) (mysqlsim.User, error) {
 		u.Role = mysqlsim.Role(parts[3])
 	}
 	return u, nil
+}
+
+// readEnvFile reads KEY=VALUE lines (no quoting; '#' comment lines), the
+// environment a kubelet gives the container.
+func readEnvFile(path string) (map[string]string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	env := map[string]string{}
+	for i, l := range strings.Split(string(b), "\n") {
+		if strings.TrimSpace(l) == "" || strings.HasPrefix(strings.TrimSpace(l), "#") {
+			continue
+		}
+		k, v, ok := strings.Cut(l, "=")
+		if !ok || k == "" {
+			return nil, fmt.Errorf("line %d: want KEY=VALUE", i+1)
+		}
+		env[k] = v
+	}
+	return env, nil
 }
 
 func readLines(path string) ([]string, error) {

@@ -77,6 +77,40 @@ var (
 		Purpose:          "Emergency failover: stop receiving, let the applier apply the relay log, then promote.",
 		NeedsReplication: true,
 	}
+	// StmtStartReplicaSQLThread starts only the applier: a failover
+	// candidate whose applier is stopped (skip-replica-start, an error)
+	// applies nothing of what it received.
+	StmtStartReplicaSQLThread = Statement{
+		Name:             "start-replica-sql-thread",
+		SQL:              "START REPLICA SQL_THREAD",
+		Purpose:          "Emergency failover: restart a candidate's stopped applier so that it applies its relay log before promotion.",
+		NeedsReplication: true,
+	}
+	// StmtNow reads the server's clock, to place its performance_schema
+	// timestamps (shown in the session time zone, as NOW is) on the
+	// operator's clock.
+	StmtNow = Statement{
+		Name:    "now",
+		SQL:     "SELECT NOW(6)",
+		Purpose:          "Read a replica's clock in the same round as its replication evidence (lag judged after a leader change).",
+		NeedsReplication: true,
+	}
+	// StmtConnectionStatus reads the receiver's evidence of its source.
+	StmtConnectionStatus = Statement{
+		Name: "replication-connection-status",
+		SQL: "SELECT LAST_HEARTBEAT_TIMESTAMP, LAST_QUEUED_TRANSACTION, LAST_QUEUED_TRANSACTION_ORIGINAL_COMMIT_TIMESTAMP, " +
+			"LAST_QUEUED_TRANSACTION_END_QUEUE_TIMESTAMP FROM performance_schema.replication_connection_status WHERE CHANNEL_NAME = ''",
+		Purpose:          "Failover lag evidence held on the candidate: when its receiver last heard from the source, and the last transaction it queued.",
+		NeedsReplication: true,
+	}
+	// StmtApplierByWorker reads the applier's last applied transaction.
+	StmtApplierByWorker = Statement{
+		Name: "replication-applier-status-by-worker",
+		SQL: "SELECT LAST_APPLIED_TRANSACTION, LAST_APPLIED_TRANSACTION_ORIGINAL_COMMIT_TIMESTAMP " +
+			"FROM performance_schema.replication_applier_status_by_worker WHERE CHANNEL_NAME = ''",
+		Purpose:          "Failover lag evidence held on the candidate: the last transaction its applier applied.",
+		NeedsReplication: true,
+	}
 	// StmtStartReplica starts both replication threads.
 	StmtStartReplica = Statement{
 		Name:             "start-replica",
@@ -98,7 +132,12 @@ var (
 		Name: "change-source",
 		SQL: "CHANGE REPLICATION SOURCE TO SOURCE_HOST = {host}, SOURCE_PORT = {port}, SOURCE_USER = {user}, " +
 			"SOURCE_PASSWORD = {password}, SOURCE_AUTO_POSITION = 1, SOURCE_SSL = {ssl}, " +
-			"SOURCE_CONNECT_RETRY = {connectRetry}, SOURCE_RETRY_COUNT = {retryCount}, GET_SOURCE_PUBLIC_KEY = 1",
+			"SOURCE_CONNECT_RETRY = {connectRetry}, SOURCE_RETRY_COUNT = {retryCount}, GET_SOURCE_PUBLIC_KEY = 1, " +
+			"SOURCE_HEARTBEAT_PERIOD = 1",
+		// SOURCE_HEARTBEAT_PERIOD = 1: an idle source sends a heartbeat every
+		// second, so a replica whose my.cnf sets replica-net-timeout=5 notices a
+		// dead or partitioned source within 5 s (MySQL reconnects after
+		// replica_net_timeout without an event or heartbeat).
 		Purpose:          "Repoint a replica (or a returning old primary) to the active site by GTID auto-position.",
 		NeedsReplication: true,
 	}
@@ -159,6 +198,7 @@ func Catalog() []Statement {
 		StmtObserve, StmtReplicaStatus, StmtSetLockWaitTimeout, StmtFence, StmtUnfence, StmtStopReplica, StmtStopReplicaIOThread,
 		StmtStartReplica, StmtResetReplicaAll, StmtChangeSource, StmtWaitForGTIDSet, StmtGTIDSubtract,
 		StmtGTIDSubset, StmtConnectionID, StmtListSessions, StmtKillConnection, StmtSetCloneDonorList, StmtClone,
+		StmtStartReplicaSQLThread, StmtNow, StmtConnectionStatus, StmtApplierByWorker,
 	}
 }
 

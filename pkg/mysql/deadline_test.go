@@ -51,13 +51,17 @@ func TestEveryCallHasADeadline(t *testing.T) {
 			_, err := c.WaitForGTIDSet(ctx, set, 300*time.Millisecond)
 			return err
 		},
-		mysql.StmtGTIDSubtract.Name:      func(ctx context.Context) error { _, err := c.GTIDSubtract(ctx, set, set); return err },
-		mysql.StmtGTIDSubset.Name:        func(ctx context.Context) error { _, err := c.GTIDSubset(ctx, set, set); return err },
-		mysql.StmtConnectionID.Name:      func(ctx context.Context) error { _, err := c.ListSessions(ctx); return err },
-		mysql.StmtListSessions.Name:      func(ctx context.Context) error { _, err := c.EvictClientSessions(ctx); return err },
-		mysql.StmtKillConnection.Name:    func(ctx context.Context) error { return c.KillSession(ctx, 12345) },
-		mysql.StmtSetCloneDonorList.Name: func(ctx context.Context) error { return c.SetCloneDonorList(ctx, "127.0.0.1:3306") },
-		mysql.StmtClone.Name:             func(ctx context.Context) error { return c.Clone(ctx, donor, 300*time.Millisecond) },
+		mysql.StmtGTIDSubtract.Name:          func(ctx context.Context) error { _, err := c.GTIDSubtract(ctx, set, set); return err },
+		mysql.StmtGTIDSubset.Name:            func(ctx context.Context) error { _, err := c.GTIDSubset(ctx, set, set); return err },
+		mysql.StmtConnectionID.Name:          func(ctx context.Context) error { _, err := c.ListSessions(ctx); return err },
+		mysql.StmtListSessions.Name:          func(ctx context.Context) error { _, err := c.EvictClientSessions(ctx); return err },
+		mysql.StmtKillConnection.Name:        func(ctx context.Context) error { return c.KillSession(ctx, 12345) },
+		mysql.StmtSetCloneDonorList.Name:     func(ctx context.Context) error { return c.SetCloneDonorList(ctx, "127.0.0.1:3306") },
+		mysql.StmtClone.Name:                 func(ctx context.Context) error { return c.Clone(ctx, donor, 300*time.Millisecond) },
+		mysql.StmtStartReplicaSQLThread.Name: c.StartReplicaSQLThread,
+		mysql.StmtNow.Name:                   func(ctx context.Context) error { _, err := c.ReplicationEvidence(ctx); return err },
+		mysql.StmtConnectionStatus.Name:      func(ctx context.Context) error { _, err := c.ReplicationEvidence(ctx); return err },
+		mysql.StmtApplierByWorker.Name:       func(ctx context.Context) error { _, err := c.ReplicationEvidence(ctx); return err },
 	}
 	for _, st := range mysql.Catalog() {
 		if calls[st.Name] == nil {

@@ -22,7 +22,7 @@ func TestPodProvidesTheSidecarsFence(t *testing.T) {
 	}
 	cnf := r.ConfigMap.Data[MyCnfKey]
 	for _, line := range []string{
-		"super-read-only = ON\n", // a stopped mysqld comes back fenced
+		"read-only = ON\n", // super_read_only is persisted by the init script (TestInitScript...)
 		"pid-file = " + MySQLPIDFile + "\n",
 		"admin-address = 127.0.0.1\n",
 		fmt.Sprintf("admin-port = %d\n", protocol.MySQLAdminPort),

@@ -29,6 +29,7 @@ var forcedOptions = []string{
 	"gtid-mode", "enforce-gtid-consistency", "log-replica-updates",
 	"read-only", "super-read-only", "replica-preserve-commit-order", "server-id",
 	"skip-replica-start", "pid-file", "admin-address", "admin-port", "create-admin-listener-thread",
+	"plugin-load-add", "plugin-load", "replica-net-timeout", "relay-log-recovery",
 }
 
 // defaultOptions are the operator's defaults that mysqlConf may override.
@@ -41,10 +42,11 @@ var defaultOptions = map[string]string{
 var optionKey = regexp.MustCompile(`^[a-z][a-z0-9.-]*$`)
 
 // MyCnf renders the my.cnf of site i: the operator's forced options (server
-// id, GTID mode, replica updates logged, read-only and super-read-only at
-// start, replica-preserve-commit-order, replication not started at server
-// start), the pid file and the administrative interface the sidecar's fence
-// uses, its defaults, then spec.mysqlConf and
+// id, GTID mode, replica updates logged, read-only at start (super-read-only
+// comes from the init script), replica-preserve-commit-order, replication not
+// started at server start, the clone plugin, replica-net-timeout and
+// relay-log-recovery), the pid file and the administrative interface the
+// sidecar's fence uses, its defaults, then spec.mysqlConf and
 // the site's mysqlConf in that order, keys normalized from underscores to
 // hyphens. It returns the text and the forced options a mysqlConf tried to
 // set (ignored). Bad keys or values are errors naming the field.
@@ -86,9 +88,14 @@ func MyCnf(g *v1alpha1.MysqlFailoverGroup, i int) (string, []string, error) {
 		{"gtid-mode", "ON"},
 		{"enforce-gtid-consistency", "ON"},
 		{"log-replica-updates", "ON"},
-		// Every server starts fenced; the operator makes the active one writable.
+		// Every server starts fenced; the operator makes the active one
+		// writable. super_read_only=ON is persisted by the init script at
+		// first boot (initdb.go), not set here: the image's entrypoint
+		// creates root and runs the init scripts on a server started with
+		// these options, and super_read_only refuses those statements even
+		// to root. read_only alone lets them through (root holds
+		// CONNECTION_ADMIN) and still refuses every other account's writes.
 		{"read-only", "ON"},
-		{"super-read-only", "ON"},
 		{"replica-preserve-commit-order", "ON"},
 		// A restarted server (a new pod, the restart that ends a clone) must
 		// not fetch from the source its channel last named: after a failover
@@ -104,6 +111,17 @@ func MyCnf(g *v1alpha1.MysqlFailoverGroup, i int) (string, []string, error) {
 		{"admin-address", "127.0.0.1"},
 		{"admin-port", strconv.Itoa(protocol.MySQLAdminPort)},
 		{"create-admin-listener-thread", "ON"},
+		// Every replica is bootstrapped with CLONE INSTANCE, which needs the
+		// clone plugin on donor and recipient.
+		{"plugin-load-add", "mysql_clone.so"},
+		// The receiver must notice a dead source within a few polls: with
+		// MySQL's default of 60 s a partitioned replica keeps reporting its
+		// receiver running long after the source is gone.
+		{"replica-net-timeout", "5"},
+		// A replica that crashed discards its relay log and fetches again
+		// from the applied position, instead of applying a relay log the
+		// crash may have left torn.
+		{"relay-log-recovery", "ON"},
 	}
 	for _, kv := range forced {
 		writeOption(&b, kv[0], kv[1])

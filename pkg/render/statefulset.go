@@ -197,10 +197,17 @@ func podTemplate(g *v1alpha1.MysqlFailoverGroup, i int, cfg Config, cnfHash stri
 		VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
 			LocalObjectReference: corev1.LocalObjectReference{Name: ConfigMapName(g.Name, site.Name)},
 		}},
+	}, {
+		// The first-boot script (initdb.go); the image runs it once.
+		Name: InitDBVolumeName,
+		VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
+			SecretName: InitDBSecretName(g.Name), DefaultMode: ptr.To(int32(0o440)),
+		}},
 	}}
 	mysqlMounts := []corev1.VolumeMount{
 		{Name: DataVolumeName, MountPath: DataDir},
 		{Name: ConfigVolumeName, MountPath: ConfigDir, ReadOnly: true},
+		{Name: InitDBVolumeName, MountPath: InitDBDir, ReadOnly: true},
 	}
 	if spec.TLS != nil {
 		volumes = append(volumes, corev1.Volume{
@@ -215,7 +222,7 @@ func podTemplate(g *v1alpha1.MysqlFailoverGroup, i int, cfg Config, cnfHash stri
 		Image: image,
 		Ports: []corev1.ContainerPort{{Name: MySQLPortName, ContainerPort: siteaddr.MySQLPort, Protocol: corev1.ProtocolTCP}},
 		Env: []corev1.EnvVar{
-			secretEnv("MYSQL_ROOT_PASSWORD", spec.Credentials.OperatorSecretName, "MYSQL_ROOT_PASSWORD"),
+			secretEnv("MYSQL_ROOT_PASSWORD", spec.Credentials.OperatorSecretName, RootPasswordKey),
 		},
 		VolumeMounts: mysqlMounts,
 	}

@@ -23,6 +23,7 @@ var degradedPrecedence = []string{
 	v1alpha1.ReasonIncomparableGTIDSets,
 	v1alpha1.ReasonSplitBrain,
 	v1alpha1.ReasonNoEligibleCandidate,
+	v1alpha1.ReasonCatchUpTimedOut,
 	v1alpha1.ReasonFailoverRefused,
 	v1alpha1.ReasonSiteUnhealthy,
 	v1alpha1.ReasonDivergentTransactions,

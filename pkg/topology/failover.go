@@ -58,25 +58,41 @@ type FailoverCandidate struct {
 	// Retrieved_Gtid_Set; it is ranked by their union (what it has or can
 	// apply before promotion).
 	Executed, Retrieved gtid.Set
-	// LagSeconds is Seconds_Behind_Source at its last good poll; nil unknown.
-	LagSeconds *int64
+	// FromSource: its channel replicates from the old primary, so what it
+	// retrieved came from there.
+	FromSource bool
+	// Recorded is the divergence status.sites[].divergentGtid records for it.
+	Recorded gtid.Set
+	// Evidence is its channel's lag evidence from the same poll; nil unknown.
+	Evidence *LagEvidence
 }
 
 // FailoverGuards bound what an automatic promotion may lose.
 type FailoverGuards struct {
 	// MaxLagSeconds is spec.replication.maxLagSeconds: a best candidate that
-	// lagged more at its last good poll is not promoted automatically.
+	// lagged more (judgeLag) is not promoted automatically.
 	MaxLagSeconds int64
-	// SeenOnSource is the old primary's gtid_executed at its last good poll:
-	// transactions the operator saw committed there.
+	// SeenOnSource is the old primary's last known gtid_executed (the
+	// operator's last good poll, else status): transactions the operator
+	// saw committed there.
 	SeenOnSource gtid.Set
+	// SourceUUID is the old primary's server_uuid ("" unknown): candidates
+	// legitimately hold its transactions beyond SeenOnSource.
+	SourceUUID string
+	// SourceAlive is the latest moment the old primary is known to have been
+	// alive (judgeLag); zero unknown.
+	SourceAlive time.Time
+	// StaleAfter bounds how long before SourceAlive the candidate's channel
+	// may have last heard from the source (StaleEvidencePolls pollIntervals).
+	StaleAfter time.Duration
 	// MaxMissing is how many of those the best candidate may lack and still
 	// be promoted automatically.
 	MaxMissing uint64
 	// Priorities is spec.splitBrainPolicy.sitePriorities.
 	Priorities []string
 	// Override names a site a human chose to promote despite the lag and
-	// loss guards (never despite incomparable sets or a non-candidate role).
+	// loss guards and its own errant transactions (never despite
+	// incomparable sets or a non-candidate role).
 	Override string
 }
 
@@ -85,41 +101,76 @@ type FailoverChoice struct {
 	// Site to promote; empty when refused.
 	Site string
 	// Refusal is a CamelCase cause when refused: NoCandidate,
-	// IncomparableCandidates, CandidateLagging, CandidateMissingTransactions.
+	// ErrantCandidates, IncomparableCandidates, CandidateLagUnknown,
+	// CandidateLagStale, CandidateLagging, CandidateMissingTransactions.
 	Refusal string
 	// Message explains the choice or the refusal.
 	Message string
-	// MayLose is what the operator saw committed on the old primary that the
-	// chosen site does not have (received or applied).
+	// MayLose is what the operator saw committed on the old primary, or on
+	// a candidate excluded for errant transactions, that the chosen site
+	// does not have (received or applied).
 	MayLose gtid.Set
+	// Held is the chosen site's gtid_executed ∪ Retrieved_Gtid_Set: what it
+	// holds at the choice (status.transition.candidateGtidSet).
+	Held gtid.Set
 }
 
 // Failover refusal causes.
 const (
 	RefusalNoCandidate                  = "NoCandidate"
+	RefusalErrantCandidates             = "ErrantCandidates"
 	RefusalIncomparableCandidates       = "IncomparableCandidates"
+	RefusalCandidateLagUnknown          = "CandidateLagUnknown"
+	RefusalCandidateLagStale            = "CandidateLagStale"
 	RefusalCandidateLagging             = "CandidateLagging"
 	RefusalCandidateMissingTransactions = "CandidateMissingTransactions"
 )
 
+// errant is what a candidate holds that the old primary lacks: its
+// recorded divergence and what it holds beyond the primary's last known
+// set, except the primary's own transactions (it created them after that
+// snapshot, and the most advanced candidate received them) and what it
+// retrieved from the primary itself.
+func errant(c FailoverCandidate, g FailoverGuards) gtid.Set {
+	extra := Divergent(c.Executed.Union(c.Retrieved), g.SeenOnSource, g.SourceUUID)
+	if c.FromSource {
+		extra = extra.Subtract(c.Retrieved)
+	}
+	return extra.Union(c.Recorded.Subtract(g.SeenOnSource))
+}
+
 // ChooseFailoverCandidate ranks the trusted PrimaryCandidate sites (never
-// DisasterRecovery or readers) by gtid_executed ∪ Retrieved_Gtid_Set: the one
-// whose set contains every other candidate's wins; ties go to the first in
-// sitePriorities, then in spec order. Incomparable candidates are refused.
-// The winner is then refused if it lagged beyond MaxLagSeconds at its last
-// good poll, or lacks more than MaxMissing of the transactions seen on the
-// old primary, unless a human named it in Override.
+// DisasterRecovery or readers) that hold nothing the old primary lacks
+// (errant; a site named by the override is taken as it is) by
+// gtid_executed ∪ Retrieved_Gtid_Set: the one whose set contains every
+// other's wins; ties go to the first in sitePriorities, then in spec order.
+// No clean candidate and incomparable candidates are refused. The winner is
+// then refused if its lag is unknown, its knowledge of the source stale, it
+// lagged beyond MaxLagSeconds (judgeLag), or it lacks more than MaxMissing
+// of the transactions seen on the old primary or on an excluded candidate,
+// unless a human named it in Override.
 func ChooseFailoverCandidate(cands []FailoverCandidate, g FailoverGuards) FailoverChoice {
 	var pool []FailoverCandidate
+	var excluded []string
+	var legit gtid.Set // what excluded candidates hold that the primary had
 	for _, c := range cands {
-		if c.Trusted && c.Role == v1alpha1.SiteRolePrimaryCandidate {
-			pool = append(pool, c)
+		if !c.Trusted || c.Role != v1alpha1.SiteRolePrimaryCandidate {
+			continue
 		}
+		if e := errant(c, g); !e.IsEmpty() && g.Override != c.Name {
+			excluded = append(excluded, fmt.Sprintf("%s holds %s the old primary lacks", c.Name, GTIDPhrase(e.OneLine())))
+			legit = legit.Union(rank(c).Subtract(e))
+			continue
+		}
+		pool = append(pool, c)
 	}
-	if len(pool) == 0 {
+	switch {
+	case len(pool) == 0 && len(excluded) > 0:
+		return FailoverChoice{Refusal: RefusalErrantCandidates, Message: fmt.Sprintf(
+			"every reachable PrimaryCandidate holds transactions the old primary lacks (%s): none is promoted automatically, so no errant set spreads to every site", strings.Join(excluded, "; "))}
+	case len(pool) == 0:
 		return FailoverChoice{Refusal: RefusalNoCandidate, Message: "no reachable PrimaryCandidate site"}
 	}
-	rank := func(c FailoverCandidate) gtid.Set { return c.Executed.Union(c.Retrieved) }
 	var all gtid.Set
 	for _, c := range pool {
 		all = all.Union(rank(c))
@@ -139,24 +190,27 @@ func ChooseFailoverCandidate(cands []FailoverCandidate, g FailoverGuards) Failov
 			"no candidate holds every other candidate's transactions (%s): none is promoted automatically", strings.Join(parts, "; "))}
 	}
 	w := byPriority(best, g.Priorities)
-	lose := g.SeenOnSource.Subtract(rank(w))
-	choice := FailoverChoice{Site: w.Name, MayLose: lose, Message: fmt.Sprintf("site %s is the most advanced reachable candidate", w.Name)}
-	overridden := g.Override != "" && g.Override == w.Name
-	switch {
-	case w.LagSeconds != nil && *w.LagSeconds > g.MaxLagSeconds && !overridden:
-		return FailoverChoice{Refusal: RefusalCandidateLagging, MayLose: lose, Message: fmt.Sprintf(
-			"the most advanced candidate %s was %ds behind at its last good poll (maxLagSeconds %d): not promoted automatically",
-			w.Name, *w.LagSeconds, g.MaxLagSeconds)}
-	case lose.Count() > g.MaxMissing && !overridden:
+	lose := g.SeenOnSource.Union(legit).Subtract(rank(w))
+	msg := fmt.Sprintf("site %s is the most advanced reachable candidate", w.Name)
+	if len(excluded) > 0 {
+		msg += fmt.Sprintf(" without errant transactions (excluded: %s)", strings.Join(excluded, "; "))
+	}
+	if g.Override == w.Name {
+		return FailoverChoice{Site: w.Name, MayLose: lose, Held: rank(w), Message: msg + " (promotion forced by the override)"}
+	}
+	if refusal, why := judgeLag(w, g); refusal != "" {
+		return FailoverChoice{Refusal: refusal, MayLose: lose, Message: fmt.Sprintf(
+			"the most advanced candidate %s is not promoted automatically: %s", w.Name, why)}
+	}
+	if lose.Count() > g.MaxMissing {
 		return FailoverChoice{Refusal: RefusalCandidateMissingTransactions, MayLose: lose, Message: fmt.Sprintf(
-			"the most advanced candidate %s lacks %d transactions seen committed on the old primary (%s; bound %d): not promoted automatically",
+			"the most advanced candidate %s lacks %d transactions seen committed on the old primary or on an excluded candidate (%s; bound %d): not promoted automatically",
 			w.Name, lose.Count(), GTIDPhrase(lose.OneLine()), g.MaxMissing)}
 	}
-	if overridden {
-		choice.Message += " (promotion forced by the override)"
-	}
-	return choice
+	return FailoverChoice{Site: w.Name, MayLose: lose, Held: rank(w), Message: msg}
 }
+
+func rank(c FailoverCandidate) gtid.Set { return c.Executed.Union(c.Retrieved) }
 
 // byPriority picks the first of equally advanced candidates by
 // sitePriorities, then spec order (the order of cs).

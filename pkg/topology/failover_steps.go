@@ -34,6 +34,17 @@ type FailoverSettings struct {
 	// DrainTimeout is spec.connectionDrainTimeout: for this long after a
 	// failover, client sessions on the fenced former primary are evicted.
 	DrainTimeout time.Duration
+	// PollInterval is spec.pollInterval: the lag evidence's staleness bound
+	// (StaleEvidencePolls) and the catch-up bound (CatchUpTimeout) count in it.
+	PollInterval time.Duration
+}
+
+// CatchUpTimeout bounds CatchingUp: maxLagSeconds, because a candidate is
+// promoted only when its applier is at most that far behind and an applier
+// replays at least as fast as its source committed, plus CatchUpPolls
+// pollIntervals for the poll-and-act cycle (docs/topology.md).
+func (d *decider) catchUpTimeout() time.Duration {
+	return time.Duration(d.in.MaxLagSeconds)*time.Second + CatchUpPolls*d.in.Failover.PollInterval
 }
 
 // NotifySidecars tells every reachable sidecar of the group that an
@@ -126,37 +137,21 @@ func (d *decider) startFailover(active string) bool {
 		// hand) names the site to promote with the failover-override.
 		due, why = false, "its sidecar did not answer when the operator last reached the site (or this operator process never reached it), so nothing is known to fence it if clients still reach it: make sure it is stopped or fenced (SET GLOBAL super_read_only = ON), then set the failover-override annotation; see docs/safety.md"
 	}
+	if h := d.in.Status.AutomaticFailoverHold; !due && h != nil && h.Reason == HoldReasonCatchUpTimedOut && d.in.Observed[active].Reach == observe.Unreachable {
+		// Reported as what it is until a person clears the hold; the Event
+		// was recorded when the catch-up timed out.
+		d.degrade(v1alpha1.ReasonCatchUpTimedOut, "active site %s is unreachable and is not failed over: %s", active, h.Message)
+		return false
+	}
 	if !due {
 		if why != "" {
 			d.refuseFailover(active, why)
 		}
 		return false
 	}
-	var cands []FailoverCandidate
-	for _, s := range d.in.Sites {
-		if s.Name == active {
-			continue
-		}
-		c := FailoverCandidate{Name: s.Name, Role: s.Role}
-		if o := d.view(s.Name); o != nil {
-			c.Trusted, c.Executed = true, o.Executed
-			if o.Replica != nil {
-				c.Retrieved, c.LagSeconds = o.Replica.Retrieved, o.Replica.SecondsBehindSource
-			}
-			// Lag catches up once the source is gone; what counts is how far
-			// behind the site was while the old primary still answered.
-			if si := d.in.Observed[s.Name]; si.LagAtLastActiveContactKnown {
-				c.LagSeconds = si.LagAtLastActiveContact
-			}
-		}
-		cands = append(cands, c)
-	}
-	choice := ChooseFailoverCandidate(cands, FailoverGuards{
-		MaxLagSeconds: d.in.MaxLagSeconds, SeenOnSource: d.seenOn(active), MaxMissing: d.in.Failover.MaxMissing,
-		Priorities: d.in.Failover.Priorities, Override: d.in.Failover.Override,
-	})
+	choice := ChooseFailoverCandidate(d.failoverCandidates(active), d.failoverGuards(active))
 	if choice.Site == "" {
-		d.refuseFailover(active, choice.Message+" (to promote a site anyway, set the failover-override annotation; see docs/topology.md)")
+		d.refuseFailover(active, choice.Message+" (what to do: docs/runbooks/failover-refused-or-held.md, "+choice.Refusal+")")
 		return false
 	}
 	now := metav1.NewTime(d.in.Now)
@@ -172,7 +167,7 @@ func (d *decider) startFailover(active string) bool {
 	d.out.Status.Transition = &v1alpha1.Transition{
 		ID: d.in.NewTransitionID, Kind: v1alpha1.TransitionAutomatic, SourceSite: active, TargetSite: choice.Site,
 		TopologyGeneration: d.in.Status.TopologyGeneration + 1, Step: v1alpha1.StepRecorded,
-		StartTime: now, StepTime: &now, Message: truncate(msg, 1024),
+		StartTime: now, StepTime: &now, Message: truncate(msg, 1024), CandidateGTIDSet: choice.Held.OneLine(),
 	}
 	d.out.WriteFirst = true
 	d.act(Action{Kind: NotifySidecars, Why: fmt.Sprintf("failover from %s to %s", active, choice.Site)})
@@ -287,42 +282,6 @@ func (d *decider) continueFailover(t *v1alpha1.Transition) {
 		d.step(t, v1alpha1.StepCatchingUp)
 		d.act(Action{Kind: CatchUp, Site: target, Why: "apply everything received before promotion"})
 	}
-}
-
-// catchUp waits for the candidate to apply what it received, then records
-// Promoting (and lastFailover with the promotion GTID set) before making it
-// writable: from here on the failover is finished, never abandoned.
-func (d *decider) catchUp(t *v1alpha1.Transition, tv *Observed) {
-	src, target := t.SourceSite, t.TargetSite
-	r := tv.Replica
-	caught := r == nil || (r.IORunning == "No" && r.Retrieved.IsSubsetOf(tv.Executed))
-	if !caught {
-		d.act(Action{Kind: CatchUp, Site: target, Why: "apply everything received before promotion"})
-		d.waiting = fmt.Sprintf("failover to %s: waiting for it to apply what it received", target)
-		return
-	}
-	// The deadline was checked before CatchingUp was recorded; checked again
-	// so that no recorded state (or clock step) can shortcut it. An old
-	// primary answering writable never gets here (continueFailover fences
-	// it and waits); checked again all the same.
-	sa := d.answer(src)
-	if sa != nil && sa.Writable {
-		d.waiting = fmt.Sprintf("failover to %s: %s answers writable", target, src)
-		return
-	}
-	if sa == nil && t.SourceFenceDeadline != nil && d.in.Now.Before(t.SourceFenceDeadline.Time) {
-		d.waiting = fmt.Sprintf("failover to %s: waiting for %s's self-fence deadline", target, src)
-		return
-	}
-	if d.overtaken(t, tv) {
-		return
-	}
-	nt := d.step(t, v1alpha1.StepPromoting)
-	lost := d.seenOn(src).Subtract(tv.Executed)
-	d.out.Status.LastFailover = &v1alpha1.LastFailover{Time: *nt.StepTime, Target: target, Source: src, Kind: t.Kind,
-		PromotionGTIDExecuted: tv.Executed.OneLine(), PossiblyLostGTID: lost.OneLine()}
-	d.act(Action{Kind: MakeWritable, Site: target, ResetReplication: r != nil, Why: fmt.Sprintf("failover from unreachable %s", src)})
-	d.stopReceiversFrom(src, target)
 }
 
 // StopReceiver stops a follower's receiver (its applier goes on), so that

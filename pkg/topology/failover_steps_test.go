@@ -16,15 +16,33 @@ var pdxHost = "orders-pdx-internal.shop.svc"
 
 func failoverInput(obs map[string]SiteInput, st v1alpha1.MysqlFailoverGroupStatus) Input {
 	in := newInput(obs, st)
-	in.Failover = FailoverSettings{Enabled: true, Cooldown: 5 * time.Minute, SelfFenceBound: 20 * time.Second, MaxMissing: 0}
+	in.Failover = FailoverSettings{Enabled: true, Cooldown: 5 * time.Minute, SelfFenceBound: 20 * time.Second, MaxMissing: 0, PollInterval: 2 * time.Second}
 	return in
+}
+
+// connected is lag evidence of a channel that heard from its source at t0
+// and applied everything it queued.
+func connected() *LagEvidence {
+	return &LagEvidence{ObservedAt: t0, LastHeartbeat: t0}
+}
+
+// withEvidence gives every replicating site of obs that has none the
+// evidence of a connected channel.
+func withEvidence(obs map[string]SiteInput) map[string]SiteInput {
+	for n, si := range obs {
+		if si.Last != nil && si.Last.Replica != nil && si.Evidence == nil {
+			si.Evidence = connected()
+			obs[n] = si
+		}
+	}
+	return obs
 }
 
 // iadDown: the active site iad stopped answering after its last poll at t0.
 func iadDown() map[string]SiteInput {
 	obs := steadyObs()
 	obs["iad"] = SiteInput{Reach: observe.Unreachable, PollError: "connection refused", Last: site("iad", true, "I:1-10", nil).Last, SidecarSeen: true}
-	return obs
+	return withEvidence(obs)
 }
 
 func inFailover(step v1alpha1.TransitionStep) v1alpha1.MysqlFailoverGroupStatus {
@@ -85,14 +103,17 @@ func TestFailoverStart(t *testing.T) {
 		}
 	})
 	t.Run("candidate lagging: refused; the override promotes it", func(t *testing.T) {
+		// Its applier is 900 s behind what it received (the original commit
+		// times of the last queued and the last applied transaction).
 		obs := iadDown()
 		r := replicating(iadHost)
-		lag := int64(900)
-		r.SecondsBehindSource = &lag
-		obs["pdx"] = site("pdx", false, "I:1-10", r)
+		r.Retrieved = set(expand("I:1-10"))
+		obs["pdx"] = site("pdx", false, "I:1-4", r)
+		obs["pdx"] = SiteInput{Reach: obs["pdx"].Reach, Fresh: true, Last: obs["pdx"].Last, Evidence: &LagEvidence{ObservedAt: t0, LastHeartbeat: t0,
+			LastQueued: expand("I:10"), LastQueuedAt: t0, LastQueuedCommit: t0, LastApplied: expand("I:4"), LastAppliedCommit: t0.Add(-900 * time.Second)}}
 		obs["dr"] = unreachable()
 		d := Decide(failoverInput(obs, active(3, "iad")))
-		if d.Status.Transition != nil || !strings.Contains(cond(d, v1alpha1.ConditionDegraded).Message, "behind") {
+		if d.Status.Transition != nil || !strings.Contains(cond(d, v1alpha1.ConditionDegraded).Message, "far behind") {
 			t.Fatalf("transition %+v, Degraded %+v", d.Status.Transition, cond(d, v1alpha1.ConditionDegraded))
 		}
 		in := failoverInput(obs, active(3, "iad"))
@@ -101,15 +122,15 @@ func TestFailoverStart(t *testing.T) {
 			t.Fatalf("override ignored: %+v", d.Status.Transition)
 		}
 	})
-	t.Run("the lag at the old primary's last answer counts, not the current one", func(t *testing.T) {
-		obs := iadDown()
+	t.Run("a channel silent long before the old primary was last seen: stale, refused", func(t *testing.T) {
+		obs := iadDown() // iad last polled at t0
 		obs["dr"] = unreachable()
-		lag := int64(900)
 		si := obs["pdx"]
-		si.LagAtLastActiveContact, si.LagAtLastActiveContactKnown = &lag, true
+		si.Evidence = &LagEvidence{ObservedAt: t0, LastHeartbeat: t0.Add(-900 * time.Second)}
 		obs["pdx"] = si
-		if d := Decide(failoverInput(obs, active(3, "iad"))); d.Status.Transition != nil {
-			t.Fatal("a candidate that was 900s behind when the primary died was promoted")
+		d := Decide(failoverInput(obs, active(3, "iad")))
+		if d.Status.Transition != nil || !strings.Contains(cond(d, v1alpha1.ConditionDegraded).Message, "stale") {
+			t.Fatalf("a candidate that stopped hearing from the primary 900s before it died was promoted: %+v %+v", d.Status.Transition, cond(d, v1alpha1.ConditionDegraded))
 		}
 	})
 	t.Run("active only suspect: no failover yet", func(t *testing.T) {
@@ -401,6 +422,10 @@ func TestFailoverAbandonedWhenTheOldPrimaryReturnsWithMore(t *testing.T) {
 		sites := append([]SiteSpec{}, fourSites...)
 		sites[2].Role = v1alpha1.SiteRolePrimaryCandidate // dr takes part
 		obs["dr"] = site("dr", false, "I:1-12", more)
+		drIn := obs["dr"]
+		drIn.Evidence = &LagEvidence{ObservedAt: t0, LastHeartbeat: t0, LastQueued: expand("I:14"), LastQueuedAt: t0, LastQueuedCommit: t0,
+			LastApplied: expand("I:12"), LastAppliedCommit: t0.Add(-time.Second)}
+		obs["dr"] = drIn
 		in := failoverInput(obs, inFailover(v1alpha1.StepCatchingUp))
 		in.Sites = sites
 		in.Now = t0.Add(time.Minute)
@@ -408,12 +433,12 @@ func TestFailoverAbandonedWhenTheOldPrimaryReturnsWithMore(t *testing.T) {
 		if d.Status.Transition != nil || !hasEvent(d, v1alpha1.EventFailoverAborted, true) {
 			t.Fatalf("transition %+v events %+v", d.Status.Transition, d.Events)
 		}
-		in = failoverInput(obs, d.Status)
+		in = failoverInput(withEvidence(obs), d.Status)
 		in.Sites = sites
 		in.Now = t0.Add(time.Minute + time.Second)
 		again := Decide(in)
 		if tr := again.Status.Transition; tr == nil || tr.TargetSite != "dr" {
-			t.Fatalf("chosen again: %+v", tr)
+			t.Fatalf("chosen again: %+v %+v", tr, cond(again, v1alpha1.ConditionDegraded))
 		}
 	})
 	t.Run("nothing the candidate lacks: the failover goes on", func(t *testing.T) {

@@ -61,10 +61,14 @@ func (s *simSite) heldOff(now time.Time) bool {
 var (
 	harnessFaultNames = []string{"idle open transaction", "long-running write", "sidecar down", "sidecar crash",
 		"freeze until after a failover", "connection exhaustion", "read_only=ON by hand",
-		"sidecar stops while its site is cut off (outside the guarantee)"}
+		"sidecar stops while its site is cut off (outside the guarantee)",
+		"errant transaction on a candidate", "applier error", "applier lag", "candidate restart losing its relay log", "candidate restart keeping its relay log",
+		"restart with skip-replica-start", "leader change during the fault"}
 	harnessOutcomeNames = []string{"self-fence by super_read_only", "self-fence by stopping mysqld", "operator fence failed",
 		"failover refused: sidecar not seen", "frozen old primary stopped by its sidecar", "acknowledged writes off the active site",
-		"operator fenced a site answering writable while not trusted", "cut-off old primary without a sidecar returns", "cut-off old primary returns to a restarted operator"}
+		"operator fenced a site answering writable while not trusted", "cut-off old primary without a sidecar returns", "cut-off old primary returns to a restarted operator",
+		"failover refused: " + RefusalCandidateLagUnknown, "failover refused: " + RefusalCandidateLagging, "failover refused: " + RefusalErrantCandidates,
+		"errant candidate excluded", "catch-up timed out", "candidate's applier started", "acknowledged writes missing, reported"}
 )
 
 // newFault injects one of issue 19's faults, mostly on the active site.
@@ -245,6 +249,7 @@ func (s *simSite) unjudged() bool { return s.gap && !s.gapSeen }
 // ack commits one client write on s and records that it was acknowledged.
 func (w *world) ack(s *simSite, who string) {
 	g := s.commit()
+	w.book.everAcked = w.book.everAcked.Add(g)
 	w.ackedStep[s.name] = w.ackedStep[s.name] || !s.unjudged()
 	w.stats.outcomes["acknowledged writes"]++
 	if s.name == w.status.ActiveSite && w.status.Transition == nil {
@@ -327,11 +332,26 @@ func (w *world) countDecision(d Decision) {
 		case e.Reason == v1alpha1.EventFailoverRefused && strings.Contains(e.Message, "sidecar did not answer"):
 			w.stats.outcomes["failover refused: sidecar not seen"]++
 		case e.Reason == v1alpha1.EventFailoverRefused:
-			w.stats.outcomes["failover refused: other guard"]++
+			w.stats.outcomes["failover refused: "+refusalCause(e.Message)]++
+		case e.Reason == v1alpha1.EventFailoverCatchUpTimedOut:
+			w.stats.outcomes["catch-up timed out"]++
+		case e.Reason == v1alpha1.EventFailoverStarted && strings.Contains(e.Message, "excluded:"):
+			w.stats.outcomes["errant candidate excluded"]++
 		case e.Reason == v1alpha1.EventFailoverAborted:
 			w.stats.outcomes["failover abandoned"]++
 		}
 	}
+}
+
+// refusalCause is the refusal cause a FailoverRefused message names.
+func refusalCause(msg string) string {
+	for _, c := range []string{RefusalNoCandidate, RefusalErrantCandidates, RefusalIncomparableCandidates, RefusalCandidateLagUnknown,
+		RefusalCandidateLagStale, RefusalCandidateLagging, RefusalCandidateMissingTransactions} {
+		if strings.Contains(msg, ", "+c+")") {
+			return c
+		}
+	}
+	return "other guard"
 }
 
 // countEnd counts how a sequence ended.

@@ -79,6 +79,9 @@ type simSite struct {
 	lease time.Time
 	sidecar
 	holds
+	// ch is its channel's performance_schema evidence (harness_lag_test.go).
+	ch channelEvidence
+	w  *world
 }
 
 func (s *simSite) answers() bool { return !s.crashed && !s.frozen && !s.isolated }
@@ -97,9 +100,10 @@ type tracked struct {
 	fresh       bool
 	last        *Observed
 	clone       CloneState
-	lagAtActive *int64
 	// sidecarSeen: the sidecar answered at the operator's last contact.
 	sidecarSeen bool
+	// evidence: the lag evidence read in its latest successful poll.
+	evidence *LagEvidence
 }
 
 type world struct {
@@ -131,6 +135,13 @@ type world struct {
 	splitStart bool
 	// ackedStep: sites that acknowledged a client write in this step.
 	ackedStep map[string]bool
+	// commitAt is each transaction's original commit time; book is what
+	// the loss check compares (harness_lag_test.go).
+	commitAt map[gtid.GTID]time.Time
+	book     lossBook
+	// specs are the sites in spec order: in half of the worlds dr is a
+	// PrimaryCandidate too, so that a failover has two candidates.
+	specs []SiteSpec
 }
 
 // harnessStats count what the sequences exercised, so a harness that stops
@@ -169,12 +180,16 @@ func (a *harnessStats) add(b harnessStats) {
 
 func newWorld(seed uint64) *world {
 	w := &world{r: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), now: t0, sites: map[string]*simSite{},
-		completed: map[string]bool{}, hostToSite: map[string]string{}, ackedOn: map[string]gtid.Set{},
+		completed: map[string]bool{}, hostToSite: map[string]string{}, ackedOn: map[string]gtid.Set{}, commitAt: map[gtid.GTID]time.Time{},
 		stats: harnessStats{faults: map[string]int{}, outcomes: map[string]int{}}}
-	for _, s := range fourSites {
+	w.specs = fourSites
+	if seed%2 == 0 {
+		w.specs = threeCandidates()
+	}
+	for _, s := range w.specs {
 		w.order = append(w.order, s.Name)
 		// mysqld starts super-read-only (the rendered my.cnf).
-		w.sites[s.Name] = &simSite{name: s.Name, uuid: uuids[s.Name], lease: t0, ro: true, sro: true}
+		w.sites[s.Name] = &simSite{name: s.Name, uuid: uuids[s.Name], lease: t0, ro: true, sro: true, w: w}
 		w.hostToSite[SourceHost("shop", "orders", s.Name)] = s.Name
 	}
 	if w.r.IntN(2) == 0 {
@@ -212,11 +227,16 @@ func (w *world) logf(format string, args ...any) {
 func (s *simSite) commit() gtid.GTID {
 	g := gtid.GTID{UUID: s.uuid, GNO: s.executed.NextGNO(gtid.SID{UUID: s.uuid})}
 	s.executed = s.executed.Add(g)
+	s.w.commitAt[g] = s.w.now
 	return g
 }
 
 // fault applies one random fault or repair.
 func (w *world) fault() {
+	if w.r.IntN(5) == 0 {
+		w.lagFault()
+		return
+	}
 	s := w.sites[w.order[w.r.IntN(len(w.order))]]
 	switch w.r.IntN(23) {
 	case 0:
@@ -229,6 +249,7 @@ func (w *world) fault() {
 		if s.crashed {
 			// mysqld starts super-read-only; the channel restarts.
 			s.crashed, s.ro, s.sro = false, true, true
+			w.restartChannel(s)
 			w.logf("restart %s", s.name)
 		}
 	case 2:
@@ -292,15 +313,17 @@ func (w *world) replicate() {
 			continue
 		}
 		src := w.sites[s.source]
-		if src != nil && s.ioRunning && src.alive() && !src.isolated && !s.isolated {
+		if w.connected(s) {
 			if NeedsClone(s.executed, s.retrieved, src.executed, src.purged) {
 				s.ioRunning, s.ioErrno = false, ErrnoSourcePurged
 			} else {
-				s.retrieved = s.retrieved.Union(src.executed.Subtract(src.purged))
+				add := src.executed.Subtract(src.purged)
+				w.receive(s, add)
+				s.retrieved = s.retrieved.Union(add)
 			}
 		}
 		if s.sqlRunning && !s.lagging {
-			s.executed = s.executed.Union(s.retrieved)
+			w.apply(s)
 		}
 	}
 }
@@ -318,14 +341,16 @@ func (w *world) poll() {
 			o := &Observed{ServerUUID: s.uuid, Writable: !s.sro, ReadOnly: s.ro, Executed: s.executed, Purged: s.purged, At: w.now}
 			if s.source != "" {
 				io := "No"
-				if s.ioRunning {
+				switch {
+				case s.ioRunning && w.connected(s):
 					io = "Yes"
+				case s.ioRunning:
+					io = "Connecting"
 				}
-				zero := int64(0)
 				o.Replica = &Replica{SourceHost: SourceHost("shop", "orders", s.source), SourcePort: SourcePort, IORunning: io,
-					SQLRunning: s.sqlRunning, LastIOErrno: s.ioErrno, SecondsBehindSource: &zero, Retrieved: s.retrieved}
+					SQLRunning: s.sqlRunning, LastIOErrno: s.ioErrno, LastSQLErrno: s.ch.sqlErrno, SecondsBehindSource: w.secondsBehind(s), Retrieved: s.retrieved}
 			}
-			m.last, m.fresh, m.fails = o, true, 0
+			m.last, m.fresh, m.fails, m.evidence = o, true, 0, w.evidence(s)
 			m.oks++
 			if m.reach != observe.Unreachable || m.oks >= hRecovery {
 				m.reach = observe.Reachable
@@ -340,31 +365,23 @@ func (w *world) poll() {
 			m.reach = observe.Suspect
 		}
 	}
-	if a := w.mem[w.cache.ActiveSite]; a != nil && a.fresh && a.reach == observe.Reachable {
-		for _, n := range w.order {
-			if l := w.mem[n].last; l != nil && l.Replica != nil && w.mem[n].fresh {
-				w.mem[n].lagAtActive = l.Replica.SecondsBehindSource
-			}
-		}
-	}
 }
 
 func (w *world) input() Input {
 	obs := map[string]SiteInput{}
 	for _, n := range w.order {
 		m := w.mem[n]
-		si := SiteInput{Reach: m.reach, Fresh: m.fresh, Last: m.last, Clone: m.clone, SidecarSeen: m.sidecarSeen}
-		if m.lagAtActive != nil {
-			si.LagAtLastActiveContact, si.LagAtLastActiveContactKnown = m.lagAtActive, true
-		}
+		si := SiteInput{Reach: m.reach, Fresh: m.fresh, Last: m.last, Clone: m.clone, SidecarSeen: m.sidecarSeen, Evidence: m.evidence}
 		obs[n] = si
 	}
 	w.plannedRequest()
 	in := newInput(obs, *w.cache.DeepCopy())
+	in.Sites = w.specs
 	in.Now = w.now
 	w.nextID++
 	in.NewTransitionID = fmt.Sprintf("t%d", w.nextID)
-	in.Failover = FailoverSettings{Enabled: true, Cooldown: hCooldown, SelfFenceBound: hSelfFence, Priorities: w.prio, DrainTimeout: 10 * time.Second}
+	in.Failover = FailoverSettings{Enabled: true, Cooldown: hCooldown, SelfFenceBound: hSelfFence, Priorities: w.prio, DrainTimeout: 10 * time.Second, PollInterval: hPoll}
+	in.MaxLagSeconds = hMaxLag
 	in.Reclone = w.recloneRequest()
 	in.Planned = w.planned
 	return in
@@ -380,7 +397,7 @@ func (w *world) plannedRequest() {
 		return
 	}
 	var targets []string
-	for _, s := range fourSites {
+	for _, s := range w.specs {
 		if s.Role == v1alpha1.SiteRolePrimaryCandidate && s.Name != w.status.ActiveSite {
 			targets = append(targets, s.Name)
 		}
@@ -535,7 +552,7 @@ func (w *world) store(st v1alpha1.MysqlFailoverGroupStatus, check func(string, .
 			if lf := prev.LastFailover; lf != nil && w.now.Sub(lf.Time.Time) < hCooldown {
 				check("failover recorded %s after the last one, inside failoverCooldown", w.now.Sub(lf.Time.Time))
 			}
-			w.checkMostAdvanced(t.TargetSite, check)
+			w.checkChoice(t, check)
 		}
 	}
 	if c := st.PlannedFailover; c != nil && c.Phase == v1alpha1.PlannedFailoverRollingBack &&
@@ -547,7 +564,14 @@ func (w *world) store(st v1alpha1.MysqlFailoverGroupStatus, check func(string, .
 			w.stats.blockedRecoveries++
 		}
 	}
+	if st.ActiveSite != prev.ActiveSite && st.ActiveSite != "" {
+		// A new term: a planned handoff from it must carry what clients
+		// committed in this term (writes of an earlier term may have been
+		// lost, reported, in a failover since).
+		w.ackedOn[st.ActiveSite] = gtid.Set{}
+	}
 	w.status = *st.DeepCopy()
+	w.noteStored(st)
 	w.stored()
 }
 
@@ -558,35 +582,6 @@ func (w *world) blocked(st v1alpha1.MysqlFailoverGroupStatus, site string) bool 
 		}
 	}
 	return false
-}
-
-// checkMostAdvanced (invariant 3): no trusted PrimaryCandidate holds
-// strictly more than the chosen one, counting what it received.
-func (w *world) checkMostAdvanced(target string, check func(string, ...any)) {
-	set := func(n string) (gtid.Set, bool) {
-		m := w.mem[n]
-		if m.reach != observe.Reachable || !m.fresh || m.last == nil {
-			return gtid.Set{}, false
-		}
-		s := m.last.Executed
-		if m.last.Replica != nil {
-			s = s.Union(m.last.Replica.Retrieved)
-		}
-		return s, true
-	}
-	ts, ok := set(target)
-	if !ok {
-		check("failover target %s not trusted", target)
-		return
-	}
-	for _, s := range fourSites {
-		if s.Name == target || s.Role != v1alpha1.SiteRolePrimaryCandidate || s.Name == w.status.ActiveSite {
-			continue
-		}
-		if other, ok := set(s.Name); ok && ts.IsSubsetOf(other) && !other.IsSubsetOf(ts) {
-			check("failover chose %s (%s) while %s holds more (%s)", target, ts.OneLine(), s.Name, other.OneLine())
-		}
-	}
 }
 
 // do runs one action against the world; false when it failed.
@@ -618,14 +613,22 @@ func (w *world) do(a Action, check func(string, ...any)) bool {
 		}
 		// CHANGE REPLICATION SOURCE TO restarts the relay log: the channel
 		// has received nothing yet.
-		s.source, s.ioRunning, s.sqlRunning, s.ioErrno, s.retrieved = src, true, true, 0, gtid.Set{}
+		s.source, s.ioRunning, s.ioErrno, s.retrieved = src, true, 0, gtid.Set{}
+		s.ch = channelEvidence{applierBroken: s.ch.applierBroken}
+		w.startApplier(s)
 	case StartReplica:
-		s.ioRunning, s.sqlRunning, s.ioErrno = true, true, 0
+		s.ioRunning, s.ioErrno = true, 0
+		w.startApplier(s)
+	case StartApplier:
+		w.stats.outcomes["candidate's applier started"]++
+		return w.startApplier(s)
 	case StopReceiver:
 		s.ioRunning = false
 	case CatchUp:
 		s.ioRunning = false
-		s.executed = s.executed.Union(s.retrieved)
+		if s.sqlRunning && !s.lagging {
+			w.apply(s)
+		}
 	case Clone:
 		donor := w.sites[a.Donor]
 		if donor == nil || !donor.answers() {
@@ -646,6 +649,7 @@ func (w *world) do(a Action, check func(string, ...any)) bool {
 		}
 		s.executed, s.purged, s.retrieved = donor.executed, donor.executed, gtid.Set{}
 		s.source, s.ioRunning, s.sqlRunning, s.ioErrno = a.Donor, true, true, 0
+		s.ch = channelEvidence{}
 		w.mem[a.Site].clone = CloneState{Donor: a.Donor, Started: w.now}
 		w.logf("cloned %s from %s", a.Site, a.Donor)
 		w.stats.clones++
@@ -715,6 +719,35 @@ func (w *world) checkWorld(check func(string, ...any)) {
 	}
 }
 
+// step is one second of the world: faults (when faults), sidecars,
+// clients, replication, a poll, a decision and its execution.
+func (w *world) step(faults bool, check func(string, ...any)) {
+	w.now = w.now.Add(hPoll)
+	w.ackedStep = map[string]bool{}
+	w.syncCache()
+	if faults && w.r.IntN(3) == 0 {
+		w.fault()
+	}
+	w.heal()
+	w.sidecars()
+	w.checkWorld(check)
+	w.clients()
+	w.replicate()
+	w.checkWorld(check)
+	w.poll()
+	gaps := w.sawGaps()
+	d := Decide(w.input())
+	if w.act(d, check) {
+		judgeGaps(gaps)
+	}
+	w.checkWorld(check)
+	for n, m := range w.mem {
+		if m.clone.Running {
+			w.mem[n].clone.Running = false
+		}
+	}
+}
+
 // runSequence drives one seeded sequence; it returns the first violation.
 func runSequence(seed uint64) (harnessStats, error) {
 	w := newWorld(seed)
@@ -725,31 +758,14 @@ func runSequence(seed uint64) (harnessStats, error) {
 			first = fmt.Sprintf("%s: ", w.now.Sub(t0)) + fmt.Sprintf(format, args...)
 		}
 	}
-	for step := 0; step < hStepsPerSq && first == ""; step++ {
-		w.now = w.now.Add(hPoll)
-		w.ackedStep = map[string]bool{}
-		w.syncCache()
-		if step > 5 && w.r.IntN(3) == 0 {
-			w.fault()
+	for step := 0; step < hStepsPerSq+hSettleSteps && first == ""; step++ {
+		if step == hStepsPerSq {
+			w.settle()
 		}
-		w.heal()
-		w.sidecars()
-		w.checkWorld(check)
-		w.clients()
-		w.replicate()
-		w.checkWorld(check)
-		w.poll()
-		gaps := w.sawGaps()
-		d := Decide(w.input())
-		if w.act(d, check) {
-			judgeGaps(gaps)
-		}
-		w.checkWorld(check)
-		for n, m := range w.mem {
-			if m.clone.Running {
-				w.mem[n].clone.Running = false
-			}
-		}
+		w.step(step > 5 && step < hStepsPerSq, check)
+	}
+	if first == "" {
+		w.checkLoss(check)
 	}
 	if first != "" {
 		tail := w.log

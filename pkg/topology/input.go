@@ -105,11 +105,11 @@ type SiteInput struct {
 	// MutationError is the last failed repoint or replica start of the site,
 	// cleared by the next success.
 	MutationError string
-	// LagAtLastActiveContact is the site's Seconds_Behind_Source in the last
-	// poll round in which the active site answered (the lag guard of
-	// automatic failover); valid when LagAtLastActiveContactKnown.
-	LagAtLastActiveContact      *int64
-	LagAtLastActiveContactKnown bool
+	// Evidence is the site's replication lag evidence read in its latest
+	// successful poll (performance_schema; LagEvidence); nil when it has no
+	// channel or the read failed. Automatic failover judges a candidate's
+	// lag from it alone (judgeLag).
+	Evidence *LagEvidence
 }
 
 // Input is one decision's input.

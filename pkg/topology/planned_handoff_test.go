@@ -302,13 +302,16 @@ func TestPlannedPromotionIsFinishedEvenWhenUnconfirmed(t *testing.T) {
 
 func TestPlannedCatchUpSupersededByAutomaticFailover(t *testing.T) {
 	h := newHandoff(t)
-	h.obs["iad"] = unreachable()
-	in := newInput(h.obs, h.st)
+	down := unreachable()
+	down.Last = h.obs["iad"].Last // the operator's last good poll of it
+	h.obs["iad"] = down
+	in := newInput(withEvidence(h.obs), h.st)
 	in.Now = t0.Add(time.Second)
-	in.Failover = FailoverSettings{Enabled: true, Cooldown: time.Minute}
+	// pdx lacks the last 10 transactions seen on iad: accepted here.
+	in.Failover = FailoverSettings{Enabled: true, Cooldown: time.Minute, MaxMissing: 10}
 	d := Decide(in)
 	if d.Status.Transition == nil || d.Status.Transition.Kind != v1alpha1.TransitionAutomatic {
-		t.Fatalf("transition %+v", d.Status.Transition)
+		t.Fatalf("transition %+v %+v", d.Status.Transition, cond(d, v1alpha1.ConditionDegraded))
 	}
 	pf := d.Status.PlannedFailover
 	if pf.Phase != v1alpha1.PlannedFailoverFailed || pf.Result.Reason != PlannedReasonSuperseded || d.Status.AutomaticFailoverHold != nil {

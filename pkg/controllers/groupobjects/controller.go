@@ -149,6 +149,11 @@ func (c *Controller) watch() error {
 				return err
 			}
 		}
+		// The first-boot init script Secret and the credential Secrets it
+		// is rendered from (initdb.go).
+		if err := c.Watch(f.Core().V1().Secrets().Informer(), c.EnqueueMapped(c.groupsOfSecret)); err != nil {
+			return err
+		}
 		// A pod's controller is its StatefulSet; its labels name the group.
 		if err := c.Watch(f.Core().V1().Pods().Informer(), c.EnqueueMapped(groupOfPod)); err != nil {
 			return err

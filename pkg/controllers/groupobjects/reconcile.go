@@ -107,6 +107,7 @@ func (c *Controller) reconcile(ctx context.Context, key controller.Key) (control
 
 	p := &pass{c: c, g: g, kube: kf, sts: map[string]*appsv1.StatefulSet{}, pods: map[string]*corev1.Pod{}}
 	c.sidecarSkew(g)
+	p.initDB(ctx) // initdb.go: before the pods that mount it
 	p.sites(ctx)
 	p.services(ctx)
 	p.activeLabels(ctx)

@@ -87,6 +87,11 @@ type Options struct {
 type Sample struct {
 	Observation mysql.Observation
 	Replica     *mysql.ReplicaStatus
+	// Evidence is the channel's performance_schema evidence (nil without a
+	// channel or when it could not be read); ReadAt is the operator's clock
+	// when it was read.
+	Evidence *mysql.ChannelEvidence
+	ReadAt   time.Time
 }
 
 // Manager observes, decides and acts for every group of one controller.
@@ -108,9 +113,6 @@ type groupState struct {
 	clients  map[string]*siteClient // by site
 	clones   map[string]*topology.CloneState
 	mutation map[string]string // last failed repoint/start by site
-	// lagAtActive is each site's lag in the last round the active site
-	// answered (automatic failover's lag guard).
-	lagAtActive map[string]*int64
 	// sidecarHealthy: in the site's latest poll mysqld did not answer but
 	// its sidecar reported it healthy; pollFailed: that poll failed;
 	// sidecarSeen: its sidecar answered in the latest poll that reached the
@@ -166,7 +168,6 @@ func (m *Manager) state(key string) *groupState {
 	s := m.groups[key]
 	if s == nil {
 		s = &groupState{clients: map[string]*siteClient{}, clones: map[string]*topology.CloneState{}, mutation: map[string]string{}}
-		s.lagAtActive = map[string]*int64{}
 		s.sidecarHealthy, s.pollFailed, s.sidecarSeen = map[string]bool{}, map[string]bool{}, map[string]bool{}
 		m.groups[key] = s
 	}
@@ -419,7 +420,18 @@ func (p *mpass) probeMySQL(ctx context.Context, site string) (Sample, error) {
 	if err != nil {
 		return Sample{}, err
 	}
-	return Sample{Observation: o, Replica: r}, nil
+	s := Sample{Observation: o, Replica: r}
+	if r != nil {
+		// The failover lag guard's evidence (topology.LagEvidence). A
+		// failed read leaves it unknown, which refuses automatic promotion
+		// of this site; it does not fail the poll.
+		if e, err := c.ReplicationEvidence(ctx); err == nil {
+			s.Evidence, s.ReadAt = &e, p.m.opts.Now()
+		} else {
+			p.log.Debug("replication evidence not read", "site", site, "err", err.Error())
+		}
+	}
+	return s, nil
 }
 
 // input assembles the decision's input from the poll results and the cache.
@@ -435,16 +447,9 @@ func (p *mpass) input(results map[string]observe.Result[Sample]) topology.Input 
 	}
 	in.Failover = p.failoverSettings()
 	in.Reclone = recloneInput(g)
+	in.Failover.PollInterval = p.pollInterval()
 	p.m.mu.Lock()
 	defer p.m.mu.Unlock()
-	if a, ok := results[g.Status.ActiveSite]; ok && a.Fresh && a.Health.Reach == observe.Reachable {
-		p.st.lagAtActive = map[string]*int64{}
-		for site, r := range results {
-			if r.Fresh && r.Last != nil && r.Last.Value.Replica != nil {
-				p.st.lagAtActive[site] = r.Last.Value.Replica.SecondsBehindSource
-			}
-		}
-	}
 	for _, s := range g.Spec.Sites {
 		role := s.Role
 		if role == "" {
@@ -459,12 +464,10 @@ func (p *mpass) input(results map[string]observe.Result[Sample]) topology.Input 
 		}
 		if r.Last != nil {
 			si.Last = toObserved(r.Last)
+			si.Evidence = toEvidence(r.Last.Value)
 		}
 		if c := p.st.clones[s.Name]; c != nil {
 			si.Clone = *c
-		}
-		if lag, ok := p.st.lagAtActive[s.Name]; ok {
-			si.LagAtLastActiveContact, si.LagAtLastActiveContactKnown = lag, true
 		}
 		in.Observed[s.Name] = si
 	}
@@ -484,6 +487,28 @@ func toObserved(s *observe.Sample[Sample]) *topology.Observed {
 		}
 	}
 	return out
+}
+
+// toEvidence places the replica's performance_schema times on the
+// operator's clock: each is moved by the difference between the replica's
+// NOW(6) and the operator's clock when the evidence was read (an error of
+// one statement's round trip). Original commit timestamps stay on the
+// originating source's clock; the decision only subtracts them from each
+// other.
+func toEvidence(s Sample) *topology.LagEvidence {
+	e := s.Evidence
+	if e == nil {
+		return nil
+	}
+	local := func(t time.Time) time.Time {
+		if t.IsZero() {
+			return t
+		}
+		return s.ReadAt.Add(t.Sub(e.Now))
+	}
+	return &topology.LagEvidence{ObservedAt: s.ReadAt, LastHeartbeat: local(e.LastHeartbeat),
+		LastQueued: e.LastQueued, LastQueuedAt: local(e.LastQueuedEnd), LastQueuedCommit: e.LastQueuedCommit,
+		LastApplied: e.LastApplied, LastAppliedCommit: e.LastAppliedCommit}
 }
 
 // enqueue asks for a reconcile of the group now (a clone finished).

@@ -168,6 +168,12 @@ func (p *mpass) do(ctx context.Context, a topology.Action) error {
 			return err
 		}
 		p.recordf(corev1.EventTypeNormal, v1alpha1.EventFollowerRepointed, "site %s now replicates from %s:%d: %s", a.Site, a.SourceHost, a.SourcePort, a.Why)
+	case topology.StartApplier:
+		if err := c.StartReplicaSQLThread(actx); err != nil {
+			log.Error("start applier failed", "err", err.Error())
+			return err
+		}
+		log.Info("applier started", "why", a.Why)
 	case topology.StopReceiver:
 		if err := c.StopReplicaIOThread(actx); err != nil {
 			log.Error("stop receiver failed", "err", err.Error())

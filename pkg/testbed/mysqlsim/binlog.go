@@ -230,6 +230,8 @@ func (s *Server) binlogOpsLocked(ops []writeOp) []binlogfile.Op {
 			if op.kind != opCreateTable {
 				out[len(out)-1].DB = ""
 			}
+		case opAccount: // grants.go: account statements are logged as their statement
+			out = append(out, binlogfile.Op{Kind: binlogfile.OpQuery, Query: op.stmtText()})
 		case opInsert:
 			p := table(op.db, op.table)
 			if p == nil {

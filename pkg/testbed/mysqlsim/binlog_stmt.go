@@ -28,7 +28,7 @@ func (s *Server) execFlushBinaryLogs(sess *session, c *cursor) error {
 	if err := c.expectEnd(); err != nil {
 		return err
 	}
-	if !sess.isAdmin() {
+	if !sess.hasPrivilege("RELOAD") {
 		return errNeedPrivilege("RELOAD")
 	}
 	s.mu.Lock()
@@ -64,7 +64,7 @@ func (s *Server) execPurgeBinaryLogs(sess *session, c *cursor) error {
 	if err := c.expectEnd(); err != nil {
 		return err
 	}
-	if !sess.isAdmin() {
+	if !sess.hasAnyPrivilege("BINLOG_ADMIN", "SUPER") {
 		return errNeedPrivilege("SUPER or BINLOG_ADMIN")
 	}
 	var before time.Time
@@ -110,7 +110,7 @@ func (s *Server) showBinaryLogs(sess *session, c *cursor) (*table, error) {
 	if err := c.expectEnd(); err != nil {
 		return nil, err
 	}
-	if !sess.isAdmin() {
+	if !sess.hasAnyPrivilege("REPLICATION CLIENT", "SUPER") {
 		return nil, errNeedPrivilege("SUPER, REPLICATION CLIENT")
 	}
 	s.mu.Lock()
@@ -170,7 +170,7 @@ func (s *Server) showBinlogEvents(sess *session, c *cursor) (*table, error) {
 	if err := c.expectEnd(); err != nil {
 		return nil, err
 	}
-	if !sess.isAdmin() && sess.user.Role != RoleReplication {
+	if !sess.hasPrivilege("REPLICATION SLAVE") {
 		return nil, errNeedPrivilege("REPLICATION SLAVE")
 	}
 	s.mu.Lock()

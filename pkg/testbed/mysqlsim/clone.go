@@ -67,13 +67,17 @@ func (s *Server) execClone(sess *session, c *cursor) error {
 	if err := c.expectEnd(); err != nil {
 		return err
 	}
-	if !sess.isAdmin() {
+	if !sess.hasPrivilege("CLONE_ADMIN") {
 		return errNeedPrivilege("CLONE_ADMIN")
 	}
 	donor := host + ":" + strconv.FormatInt(port, 10)
 	s.mu.Lock()
 	list := s.st.cloneValidDonorList
+	loaded := s.pluginActiveLocked("clone") // plugins.go
 	s.mu.Unlock()
+	if !loaded {
+		return errPluginNotLoaded("clone")
+	}
 	if !inDonorList(list, donor) {
 		return myErr(ErCloneSysConfig, "Clone system configuration: %s is not found in clone_valid_donor_list: %s", donor, list)
 	}
@@ -119,9 +123,16 @@ func inDonorList(list, donor string) bool {
 	return false
 }
 
+// cloneSnapshot is what CLONE INSTANCE copies (manual, "Cloning Remote
+// Data", "Cloning for Replication"): the user data, gtid_executed, the
+// mysql schema's accounts and grants, and the replication metadata
+// repositories (the connection metadata of the donor's channel); never the
+// binary logs or relay logs, which are files.
 type cloneSnapshot struct {
 	executed gtid.Set
 	dbs      map[string]*database
+	accounts []diskAccount // nil from a donor that sent none: the recipient keeps its own
+	channel  *cloneChannel // nil: the donor has no replication channel
 }
 
 // fetchCloneSnapshot copies the donor's data over a real connection.
@@ -147,7 +158,7 @@ func (s *Server) fetchCloneSnapshot(addr, user, password string, useTLS bool) (c
 	if err != nil {
 		return cloneSnapshot{}, myErr(ErCloneDonor, "Clone Donor Error: bad gtid_executed: %v", err)
 	}
-	snap := cloneSnapshot{executed: executed, dbs: map[string]*database{}}
+	snap := cloneSnapshot{executed: executed, dbs: map[string]*database{}, accounts: w.Accounts, channel: w.Channel}
 	for name, tables := range w.DBs {
 		d := &database{tables: map[string]*dataTable{}}
 		for tn, t := range tables {
@@ -158,8 +169,10 @@ func (s *Server) fetchCloneSnapshot(addr, user, password string, useTLS bool) (c
 	return snap, nil
 }
 
-// installSnapshotLocked replaces user data and GTID state with the donor's.
-// The replication configuration is kept, its relay log is discarded.
+// installSnapshotLocked replaces user data, GTID state, accounts and the
+// replication metadata with the donor's; the binary log and the relay log
+// are removed (manual, "Remote Cloning Operation Failure Handling",
+// "Cloning for Replication").
 func (s *Server) installSnapshotLocked(snap cloneSnapshot) {
 	for name := range s.st.dbs {
 		if !systemSchemas[name] {
@@ -171,12 +184,105 @@ func (s *Server) installSnapshotLocked(snap cloneSnapshot) {
 	}
 	s.st.executed, s.st.purged, s.st.binlog = snap.executed, snap.executed, nil
 	s.removeBinlogFilesLocked() // binlog.go
-	if ch := s.st.repl; ch != nil {
-		ch.relay, ch.retrieved = nil, gtid.Set{}
+	s.discardRelayLogLocked()   // relaylog.go: the relay log and Retrieved_Gtid_Set go too
+	s.installClonedMetadataLocked(snap)
+}
+
+// installClonedMetadataLocked installs the donor's accounts and its
+// replication channel's connection metadata, as the mysql schema's tables
+// (mysql.user and the grant tables, mysql.slave_master_info) arrive with
+// the clone. The recipient then has the donor's channel, or none when the
+// donor had none; its configuration, auto.cnf and mysqld-auto.cnf are its
+// own and stay. A channel is started by the restart unless
+// skip_replica_start is set, as mysqld starts every configured channel.
+func (s *Server) installClonedMetadataLocked(snap cloneSnapshot) {
+	if snap.accounts != nil {
+		s.st.installAccounts(fromDiskAccounts(snap.accounts)) // accounts.go
 	}
+	if snap.channel == nil {
+		s.st.repl = nil
+		return
+	}
+	w := snap.channel
+	ch := newChannel()
+	ch.host, ch.port, ch.user, ch.password, ch.autoPosition = w.Host, w.Port, w.User, w.Password, w.AutoPosition
+	ch.ssl, ch.sslVerify, ch.sslCA, ch.sslCert, ch.sslKey = w.SSL, w.SSLVerify, w.SSLCA, w.SSLCert, w.SSLKey
+	ch.connectRetry, ch.retryCount, ch.delay, ch.getPublicKey, ch.heartbeat = w.ConnectRetry, w.RetryCount, w.Delay, w.GetPublicKey, w.Heartbeat
+	ch.ioWanted, ch.sqlWanted = ch.host != "", ch.host != ""
+	s.st.repl = ch
+}
+
+// cloneChannel is a channel's connection metadata in a clone snapshot.
+type cloneChannel struct {
+	Host         string  `json:"host"`
+	Port         int     `json:"port"`
+	User         string  `json:"user"`
+	Password     string  `json:"password"` // as mysql.slave_master_info holds it
+	AutoPosition bool    `json:"autoPosition"`
+	SSL          bool    `json:"ssl"`
+	SSLVerify    bool    `json:"sslVerify"`
+	SSLCA        string  `json:"sslCA"`
+	SSLCert      string  `json:"sslCert"`
+	SSLKey       string  `json:"sslKey"`
+	ConnectRetry int     `json:"connectRetry"`
+	RetryCount   int     `json:"retryCount"`
+	Delay        int     `json:"delay"`
+	GetPublicKey bool    `json:"getPublicKey"`
+	Heartbeat    float64 `json:"heartbeat"`
+}
+
+func channelMetadata(ch *channel) *cloneChannel {
+	if ch == nil {
+		return nil
+	}
+	return &cloneChannel{Host: ch.host, Port: ch.port, User: ch.user, Password: ch.password, AutoPosition: ch.autoPosition,
+		SSL: ch.ssl, SSLVerify: ch.sslVerify, SSLCA: ch.sslCA, SSLCert: ch.sslCert, SSLKey: ch.sslKey,
+		ConnectRetry: ch.connectRetry, RetryCount: ch.retryCount, Delay: ch.delay, GetPublicKey: ch.getPublicKey, Heartbeat: ch.heartbeat}
 }
 
 // String helps logs.
 func (c cloneSnapshot) String() string {
 	return fmt.Sprintf("clone snapshot executed=%s dbs=%d", c.executed.OneLine(), len(c.dbs))
+}
+
+type wireSnapshot struct {
+	Executed string                          `json:"executed"`
+	DBs      map[string]map[string]wireTable `json:"dbs"`
+	Accounts []diskAccount                   `json:"accounts"`
+	Channel  *cloneChannel                   `json:"channel,omitempty"`
+}
+
+type wireTable struct {
+	Cols []string `json:"cols"`
+	Rows [][]any  `json:"rows"`
+}
+
+// cloneSnapshot answers SIMULATOR CLONE SNAPSHOT on the donor.
+func (s *Server) cloneSnapshot(sess *session) (*table, error) {
+	if !sess.hasPrivilege("BACKUP_ADMIN") {
+		return nil, errNeedPrivilege("BACKUP_ADMIN")
+	}
+	s.mu.Lock()
+	if !s.pluginActiveLocked("clone") {
+		s.mu.Unlock()
+		return nil, errPluginNotLoaded("clone")
+	}
+	snap := wireSnapshot{Executed: s.st.executed.String(), DBs: map[string]map[string]wireTable{},
+		Accounts: toDiskAccounts(s.st.cloneAccounts()), Channel: channelMetadata(s.st.repl)}
+	for name, d := range s.st.cloneData() {
+		if systemSchemas[name] {
+			continue
+		}
+		tables := map[string]wireTable{}
+		for tn, t := range d.tables {
+			tables[tn] = wireTable{Cols: t.cols, Rows: t.rows}
+		}
+		snap.DBs[name] = tables
+	}
+	s.mu.Unlock()
+	b, err := json.Marshal(snap)
+	if err != nil {
+		return nil, err
+	}
+	return &table{cols: []column{{"snapshot", colString}}, rows: [][]any{{string(b)}}}, nil
 }

@@ -87,15 +87,18 @@ func writePreHandshakeError(conn net.Conn, code uint16, msg string) {
 // administrative interface only accounts with SERVICE_CONNECTION_ADMIN are
 // admitted (1227); on the ordinary interface the one connection beyond
 // max_connections is reserved for CONNECTION_ADMIN (or SUPER) holders
-// (1040). Of the simulator's fixed roles, RoleAdmin holds both privileges.
+// (1040).
 func (s *Server) admitLocked(sess *session) error {
+	if err := s.secureTransportLocked(sess.secure); err != nil { // transport.go
+		return err
+	}
 	if sess.viaAdmin {
-		if !sess.isAdmin() {
+		if !sess.hasPrivilege("SERVICE_CONNECTION_ADMIN") {
 			return errNeedPrivilege("SERVICE_CONNECTION_ADMIN")
 		}
 		return nil
 	}
-	if !sess.isAdmin() && s.clientConnectionsLocked() > s.maxConnectionsLocked() {
+	if !sess.hasAnyPrivilege("CONNECTION_ADMIN", "SUPER") && s.clientConnectionsLocked() > s.maxConnectionsLocked() {
 		return myErr(ErConCount, "Too many connections")
 	}
 	return nil

@@ -23,6 +23,7 @@ import (
 //	POST /lag?delay=DURATION              apply each received transaction DURATION after its commit
 //	POST /errant?count=N                  commit N errant transactions, returns {"gtids": ...}
 //	POST /purge-binary-logs               purge the binary log (gtid_purged = gtid_executed)
+//	POST /relay-log/drop                  lose the relay log's unapplied tail, returns {"gtids": lost}
 func ControlHandler(s *Server) http.Handler {
 	mux := http.NewServeMux()
 	post := func(path string, f func(r *http.Request) (any, error)) {
@@ -82,6 +83,10 @@ func ControlHandler(s *Server) http.Handler {
 		return map[string]string{"gtids": s.InjectErrantTransactions(n).OneLine()}, nil
 	})
 	post("/purge-binary-logs", func(*http.Request) (any, error) { s.PurgeBinaryLogs(); return nil, nil })
+	post("/relay-log/drop", func(*http.Request) (any, error) { // relaylog.go
+		lost, err := s.DropRelayLog()
+		return map[string]string{"gtids": lost.OneLine()}, err
+	})
 	return mux
 }
 

@@ -44,6 +44,7 @@ func (s *Server) peekLocked() error {
 	}
 	s.identityLocked(r.serverUUID)
 	s.st, s.peekSeq = r.st, r.seq
+	s.peekRelayLogLocked() // relaylog.go: the relay log as its files hold it
 	return nil
 }
 
@@ -53,6 +54,9 @@ func (s *Server) peekLocked() error {
 // previous run's memory is used: the state comes from the files alone.
 func (s *Server) bootLocked() error {
 	s.closeRedoLocked(true) // left open by a start that failed half-way
+	if err := s.rereadOptionFileLocked(); err != nil { // mycnf.go
+		return err
+	}
 	r, err := recoverState(s.disk, s.boot)
 	if err != nil {
 		return err
@@ -73,7 +77,11 @@ func (s *Server) bootLocked() error {
 		s.st.flushAtCommit = *s.boot.InnoDBFlushLogAtTrxCommit
 	}
 	s.st.persisted = r.persisted
-	startup := &session{user: User{Name: "startup", Role: RoleAdmin}}
+	if err := s.applyStartupOptionsLocked(); err != nil { // my.cnf's values, plugins, TLS
+		return err
+	}
+	s.ext.firstBootPending = r.first && s.entrypointLocked() // firstboot.go
+	startup := s.systemSession("startup")
 	for name, v := range r.persisted {
 		if err := s.setGlobalLocked(startup, name, persistedArg(v.Value)); err != nil {
 			s.log.Warn("persisted variable not applied", "variable", name, "err", err.Error())

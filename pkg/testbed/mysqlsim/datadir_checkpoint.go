@@ -21,6 +21,10 @@ type diskState struct {
 	Binlog   []diskTxn                       `json:"binlog"`
 	DBs      map[string]map[string]wireTable `json:"databases"`
 	Repl     *diskChannel                    `json:"replication,omitempty"`
+	// Accounts are the mysql schema's accounts and grants (accounts.go);
+	// nil in a checkpoint written before they were stored: the configured
+	// accounts are created then, as at a first boot.
+	Accounts []diskAccount `json:"accounts"`
 }
 
 type diskTxn struct {
@@ -50,8 +54,9 @@ type diskChannel struct {
 	Heartbeat      float64   `json:"heartbeat"`
 	IOWanted       bool      `json:"ioWanted"`
 	SQLWanted      bool      `json:"sqlWanted"`
-	Retrieved      string    `json:"retrieved"`
-	Relay          []diskTxn `json:"relay"`
+	// Applier is the applier metadata (relay_log.info); the relay log itself
+	// and Retrieved_Gtid_Set are read from the relay log files (relaylog.go).
+	Applier applierPos `json:"applier"`
 	SourceUUID     string    `json:"sourceUuid"`
 	SourceServerID uint64    `json:"sourceServerId"`
 }
@@ -101,6 +106,7 @@ func encodeCheckpoint(st *state, redoSeq uint64) ([]byte, error) {
 	d := diskState{
 		Version: checkpointVer, RedoSeq: redoSeq, Executed: st.executed.String(), Purged: st.purged.String(),
 		Binlog: toDiskTxns(st.binlog), DBs: map[string]map[string]wireTable{},
+		Accounts: toDiskAccounts(st.accounts),
 	}
 	for name, db := range st.dbs {
 		if systemSchemas[name] {
@@ -117,8 +123,8 @@ func encodeCheckpoint(st *state, redoSeq uint64) ([]byte, error) {
 			Host: ch.host, Port: ch.port, User: ch.user, Password: ch.password, AutoPosition: ch.autoPosition,
 			SSL: ch.ssl, SSLVerify: ch.sslVerify, SSLCA: ch.sslCA, SSLCert: ch.sslCert, SSLKey: ch.sslKey,
 			ConnectRetry: ch.connectRetry, RetryCount: ch.retryCount, Delay: ch.delay, GetPublicKey: ch.getPublicKey,
-			Heartbeat: ch.heartbeat, IOWanted: ch.ioWanted, SQLWanted: ch.sqlWanted, Retrieved: ch.retrieved.String(),
-			Relay: toDiskTxns(ch.relay), SourceUUID: ch.sourceUUID, SourceServerID: ch.sourceServerID,
+			Heartbeat: ch.heartbeat, IOWanted: ch.ioWanted, SQLWanted: ch.sqlWanted, Applier: ch.applier,
+			SourceUUID: ch.sourceUUID, SourceServerID: ch.sourceServerID,
 		}
 	}
 	return json.Marshal(d)
@@ -135,6 +141,10 @@ func decodeCheckpoint(b []byte, cfg Config) (*state, uint64, error) {
 		return nil, 0, fmt.Errorf("mysqlsim: %s: version %d, want %d", checkpointFile, d.Version, checkpointVer)
 	}
 	st := newState(cfg)
+	st.accounts = fromDiskAccounts(d.Accounts)
+	if d.Accounts == nil {
+		st.accounts = firstBootAccounts(cfg.Users)
+	}
 	var err error
 	if st.executed, err = gtid.Parse(d.Executed); err != nil {
 		return nil, 0, err
@@ -159,12 +169,7 @@ func decodeCheckpoint(b []byte, cfg Config) (*state, uint64, error) {
 		ch.connectRetry, ch.retryCount, ch.delay, ch.getPublicKey = c.ConnectRetry, c.RetryCount, c.Delay, c.GetPublicKey
 		ch.heartbeat, ch.ioWanted, ch.sqlWanted = c.Heartbeat, c.IOWanted, c.SQLWanted
 		ch.sourceUUID, ch.sourceServerID = c.SourceUUID, c.SourceServerID
-		if ch.retrieved, err = gtid.Parse(c.Retrieved); err != nil {
-			return nil, 0, err
-		}
-		if ch.relay, err = fromDiskTxns(c.Relay); err != nil {
-			return nil, 0, err
-		}
+		ch.applier = c.Applier
 		st.repl = ch
 	}
 	return st, d.RedoSeq, nil
@@ -198,6 +203,7 @@ func recoverState(d disk, cfg Config) (recovered, error) {
 	}
 	if first {
 		r.st, r.first = newState(cfg), true
+		r.st.accounts = firstBootAccounts(cfg.Users) // as an init file (contract 6)
 		return r, nil
 	}
 	b, err := d.readFile(checkpointFile)

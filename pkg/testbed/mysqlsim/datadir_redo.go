@@ -10,16 +10,23 @@ import (
 
 // Journal record kinds.
 const (
-	redoCommit   = "commit"   // a transaction committed (data, GTID, binary log)
-	redoRelay    = "relay"    // a transaction appended to the relay log
-	redoRelayPop = "relaypop" // the applier is done with the first relay-log transaction
+	redoCommit = "commit" // a transaction committed (data, GTID, binary log)
+	// redoApplied moves the applier's position in the relay log (after a
+	// transaction it applied or skipped), as MySQL updates
+	// mysql.slave_relay_log_info; the relay log itself is in its own files.
+	redoApplied = "applied"
+	// Records of data directories written before the relay log had files
+	// of its own; read and ignored (the relay log they described is gone).
+	redoRelay    = "relay"
+	redoRelayPop = "relaypop"
 )
 
 // redoRecord is one journal record.
 type redoRecord struct {
-	Seq  uint64  `json:"s"`
-	Kind string  `json:"k"`
-	Txn  diskTxn `json:"t,omitempty"`
+	Seq  uint64      `json:"s"`
+	Kind string      `json:"k"`
+	Txn  diskTxn     `json:"t,omitempty"`
+	Pos  *applierPos `json:"p,omitempty"`
 }
 
 // Each record is framed as length (4 bytes LE), CRC-32 of the payload
@@ -65,20 +72,12 @@ func (st *state) replay(rec redoRecord) error {
 			return err
 		}
 		st.commitTxn(t)
-	case redoRelay:
-		t, err := fromDiskTxn(rec.Txn)
-		if err != nil {
-			return err
+	case redoApplied:
+		if st.repl == nil || rec.Pos == nil {
+			return errors.New("applier record without a replication channel")
 		}
-		if st.repl == nil {
-			return errors.New("relay-log record without a replication channel")
-		}
-		st.repl.relay = append(st.repl.relay, t)
-		st.repl.retrieved = st.repl.retrieved.Add(t.gtid)
-	case redoRelayPop:
-		if st.repl != nil && len(st.repl.relay) > 0 {
-			st.repl.relay = st.repl.relay[1:]
-		}
+		st.repl.applier = *rec.Pos
+	case redoRelay, redoRelayPop:
 	default:
 		return errors.New("unknown record kind " + rec.Kind)
 	}
@@ -119,12 +118,17 @@ type redoLog struct {
 
 // append adds a record and makes it as durable as the settings say.
 func (r *redoLog) append(kind string, t *txn) error {
-	r.seq++
-	r.records++
-	rec := redoRecord{Seq: r.seq, Kind: kind}
+	rec := redoRecord{Kind: kind}
 	if t != nil {
 		rec.Txn = toDiskTxn(*t)
 	}
+	return r.appendRecord(rec)
+}
+
+func (r *redoLog) appendRecord(rec redoRecord) error {
+	r.seq++
+	r.records++
+	rec.Seq = r.seq
 	r.buf = append(r.buf, encodeRedo(rec)...)
 	if r.durable {
 		return r.flush()
@@ -142,4 +146,21 @@ func (r *redoLog) flush() error {
 	}
 	r.buf = r.buf[:0]
 	return r.f.Sync()
+}
+
+// redoApplierLocked journals the applier's new position. Written after the
+// transaction's commit record: a kill between the two leaves the position
+// behind, and the applier then skips the transaction by its GTID.
+func (s *Server) redoApplierLocked(p applierPos) {
+	r := s.redo
+	if r == nil {
+		s.saveLocked()
+		return
+	}
+	if err := r.appendRecord(redoRecord{Kind: redoApplied, Pos: &p}); err != nil {
+		s.log.Error("writing the redo journal failed", "err", err.Error())
+	}
+	if r.records >= redoCheckpointEvery {
+		s.saveLocked()
+	}
 }

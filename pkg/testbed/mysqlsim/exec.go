@@ -54,6 +54,11 @@ func (s *Server) dispatch(sess *session, first token, c *cursor) (*gomysql.Resul
 		return nil, t, err
 	case first.isKw("SET"):
 		return nil, nil, s.execSet(sess, c)
+	case first.isKw("SHOW") && c.acceptKw("GRANTS"):
+		t, err := s.execShowGrants(sess, c) // grants.go
+		return nil, t, err
+	case isAccountStmt(first, c): // grants.go: CREATE/ALTER/DROP USER, GRANT, REVOKE
+		return nil, nil, s.execAccountStmt(sess, first, c)
 	case first.isKw("SHOW"):
 		t, err := s.execShow(sess, c)
 		return nil, t, err
@@ -97,6 +102,12 @@ func (s *Server) dispatch(sess *session, first token, c *cursor) (*gomysql.Resul
 		return nil, nil, s.execFlushBinaryLogs(sess, c)
 	case first.isKw("PURGE"):
 		return nil, nil, s.execPurgeBinaryLogs(sess, c)
+	case first.isKw("INSTALL") && c.peek().isKw("PLUGIN"): // plugins.go
+		return nil, nil, s.execInstallPlugin(sess, c)
+	case first.isKw("UNINSTALL") && c.peek().isKw("PLUGIN"):
+		return nil, nil, s.execUninstallPlugin(sess, c)
+	case first.isKw("ALTER") && c.peek().isKw("INSTANCE"): // transport.go
+		return nil, nil, s.execAlterInstance(sess, c)
 	case first.isKw("UPDATE", "REPLACE", "ALTER", "TRUNCATE", "RENAME", "GRANT", "REVOKE", "FLUSH",
 		"PURGE", "LOCK", "UNLOCK", "INSTALL", "ANALYZE", "OPTIMIZE", "CALL", "LOAD", "HANDLER", "XA"):
 		return nil, nil, errNotSupported(strings.ToUpper(first.text) + " in the Bloodraven MySQL simulator")
@@ -142,7 +153,7 @@ func (s *Server) execKill(sess *session, c *cursor) error {
 	if !ok {
 		return myErr(ErNoSuchThread, "Unknown thread id: %d", id)
 	}
-	if target.user.Name != sess.user.Name && !sess.isAdmin() {
+	if target.user.Name != sess.user.Name && !sess.hasAnyPrivilege("CONNECTION_ADMIN", "SUPER") {
 		return myErr(ErKillDenied, "You are not owner of thread %d", id)
 	}
 	if query {

@@ -110,6 +110,7 @@ func (s *Server) Restart() error {
 // written is lost and the pid file stays (a crash).
 func (s *Server) shutdownLocked(clean bool) {
 	s.stopLocked()
+	s.closeRelayLogLocked(clean)
 	s.closeBinlogFilesLocked(clean)
 	s.closeRedoLocked(clean)
 	if clean {

@@ -275,12 +275,20 @@ func TestApplierStopsOnConflict(t *testing.T) {
 }
 
 // TestSkipReplicaStartAfterClone: the restart that ends a clone also leaves
-// the replication threads stopped under skip_replica_start, with the channel
-// kept, so the operator decides where the recloned site replicates from.
+// the replication threads stopped under skip_replica_start, with the
+// channel the clone brought (the donor's connection metadata, manual
+// "Cloning for Replication"), so the operator decides where the recloned
+// site replicates from.
 func TestSkipReplicaStartAfterClone(t *testing.T) {
-	donor := simtest.Start(t, mysqlsim.Config{})
+	top := simtest.Start(t, mysqlsim.Config{})
+	donor := simtest.Start(t, mysqlsim.Config{SuperReadOnly: true})
 	rep := simtest.Start(t, mysqlsim.Config{SuperReadOnly: true, SkipReplicaStart: true})
-	writeRows(t, adminDB(t, donor), 2)
+	writeRows(t, adminDB(t, top), 2)
+	replicate(t, donor, top, "")
+	eventually(t, 10*time.Second, "the donor replicating", func() (bool, string) {
+		s := donor.Snapshot()
+		return s.Executed.Equal(top.Snapshot().Executed), s.String()
+	})
 	replicate(t, rep, donor, "")
 	repDB := adminDB(t, rep)
 	eventually(t, 10*time.Second, "replicating", func() (bool, string) {
@@ -302,7 +310,8 @@ func TestSkipReplicaStartAfterClone(t *testing.T) {
 	})
 	time.Sleep(300 * time.Millisecond) // long enough for a started receiver to connect (about 1 ms here)
 	st := replicaStatus(t, adminDB(t, rep))
-	if st == nil || st.get("Replica_IO_Running") != "No" || st.get("Replica_SQL_Running") != "No" || st.get("Source_Host") != h {
-		t.Fatalf("after a clone with skip_replica_start: %v; want the channel kept with both threads stopped", st)
+	th, tp := hostPort(t, top)
+	if st == nil || st.get("Replica_IO_Running") != "No" || st.get("Replica_SQL_Running") != "No" || st.get("Source_Host") != th || st.get("Source_Port") != tp {
+		t.Fatalf("after a clone with skip_replica_start: %v; want the donor's channel (%s:%s) with both threads stopped", st, th, tp)
 	}
 }

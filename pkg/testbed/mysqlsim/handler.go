@@ -1,8 +1,6 @@
 package mysqlsim
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"runtime/debug"
 	"strconv"
@@ -19,27 +17,33 @@ type authHandler struct {
 	sess *session
 }
 
+// GetCredential names the account's plugin; the password is checked by
+// authProvider (auth.go) against the account store, so the credential
+// holds no password (go-mysql only needs it to be non-empty). An unknown
+// user gets caching_sha2_password and fails as a wrong password (1045), as
+// in MySQL.
 func (a *authHandler) GetCredential(username string) (server.Credential, bool, error) {
-	u, ok := a.s.lookupUser(username)
-	if !ok {
-		// MySQL answers an unknown user with the same 1045 as a wrong
-		// password; a credential nobody knows gives that answer.
-		b := make([]byte, 16)
-		_, _ = rand.Read(b)
-		return server.Credential{Passwords: []string{hex.EncodeToString(b)}, AuthPluginName: CachingSHA2Password}, true, nil
+	plugin := CachingSHA2Password
+	if acct := a.s.loginAccount(username, a.sess.conn.RemoteAddr()); acct != nil {
+		plugin = acct.plugin
 	}
-	plugin := u.Plugin
-	if plugin == "" {
-		plugin = CachingSHA2Password
-	}
-	return server.Credential{Passwords: []string{u.Password}, AuthPluginName: plugin}, true, nil
+	return server.Credential{Passwords: []string{"(account store)"}, AuthPluginName: plugin}, true, nil
 }
 
 func (a *authHandler) OnAuthSuccess(c *server.Conn) error {
-	u, _ := a.s.lookupUser(c.GetUser())
+	acct := a.s.loginAccount(c.GetUser(), c.RemoteAddr())
+	if acct == nil { // dropped during the handshake
+		return myErr(ErAccessDenied, "Access denied for user '%s'@'%s' (using password: YES)", c.GetUser(), a.sess.clientHost())
+	}
+	if acct.locked {
+		return myErr(ErAccountLocked, "Access denied for user '%s'@'%s'. Account is locked.", acct.user, acct.host)
+	}
 	a.s.mu.Lock()
-	a.sess.user = u
+	a.sess.user = User{Name: acct.user, Plugin: acct.plugin}
+	a.sess.acctHost = acct.host
+	a.sess.privs.Store(loginPrivs(acct))
 	a.sess.program = c.Attributes()["program_name"]
+	a.sess.secure = connIsTLS(c)   // transport.go
 	err := a.s.admitLocked(a.sess) // connlimit.go
 	a.s.mu.Unlock()
 	return err
@@ -133,10 +137,14 @@ func (h *handler) writeErrorDirectly(err error) (*gomysql.Result, error) {
 
 func (h *handler) HandleStmtClose(any) error { return nil }
 
-func (h *handler) HandleOtherCommand(cmd byte, _ []byte) error {
+func (h *handler) HandleOtherCommand(cmd byte, data []byte) error {
 	switch cmd {
 	case gomysql.COM_SET_OPTION, gomysql.COM_RESET_CONNECTION:
 		return nil
+	case gomysql.COM_REGISTER_SLAVE: // dump.go
+		return h.s.registerReplica(h.sess, data)
+	case gomysql.COM_BINLOG_DUMP_GTID:
+		return h.s.binlogDumpGTID(h.sess, h.conn, data)
 	}
 	return myErr(1047, "Unknown command")
 }

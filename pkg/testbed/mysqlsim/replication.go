@@ -28,8 +28,12 @@ type channel struct {
 	ioState               string
 	ioRunning             string // Yes, No, Connecting
 	sqlRunning            bool
-	retrieved             gtid.Set
-	relay                 []txn // received, not yet applied, in order
+	retrieved             gtid.Set   // what the relay log holds (relaylog.go)
+	relay                 []relayTxn // received, not yet applied, in order
+	applier               applierPos // on disk: where the applier is in the relay log
+	srcFile               string     // source's binary log file and position the receiver read up to
+	srcPos                int64
+	stats                 replStats // performance_schema figures (memory only)
 	sourceUUID            string
 	sourceServerID        uint64
 	lastIOErrno           int
@@ -45,8 +49,10 @@ type channel struct {
 	receiverSessionSource string // address dialled
 }
 
+// newChannel is a channel with MySQL's defaults; CHANGE REPLICATION SOURCE
+// TO sets the heartbeat period to replica_net_timeout/2 when it creates one.
 func newChannel() *channel {
-	return &channel{port: 3306, connectRetry: 60, retryCount: 10, ioRunning: "No", heartbeat: 30}
+	return &channel{port: 3306, connectRetry: 60, retryCount: 10, ioRunning: "No", heartbeat: defaultReplicaNetTimeout / 2}
 }
 
 // replicaStatusColumns are SHOW REPLICA STATUS's columns in MySQL 9.7 order.
@@ -73,6 +79,22 @@ var replicaStatusColumns = []column{
 	{"Source_public_key_path", colString}, {"Get_Source_public_key", colInt}, {"Network_Namespace", colString},
 }
 
+// relayStatusLocked is Relay_Log_File and Relay_Log_Pos (where the applier
+// is in the relay log) and Relay_Log_Space (the size of its files).
+func (s *Server) relayStatusLocked(ch *channel) (string, int64, int64) {
+	rl := s.replica.rl
+	if rl == nil || s.replica.rlGen != s.gen {
+		return ch.applier.RelayFile, ch.applier.RelayPos, 0
+	}
+	file, pos := ch.applier.RelayFile, ch.applier.RelayPos
+	if file == "" || !containsName(rl.Names(), file) {
+		if names := rl.Names(); len(names) > 0 {
+			file, pos = names[0], 4
+		}
+	}
+	return file, pos, rl.Space()
+}
+
 func yesNo(b bool) string {
 	if b {
 		return "Yes"
@@ -96,13 +118,7 @@ func (s *Server) replicaStatusLocked() *table {
 	if ch == nil {
 		return t
 	}
-	binlogPos := int64(157)
-	logFile := ""
-	if ch.ioRunning == "Yes" || !ch.retrieved.IsEmpty() {
-		logFile = "binlog.000001"
-		binlogPos += int64(300 * ch.retrieved.Count())
-	}
-	applied := int64(len(ch.relay))
+	relayFile, relayPos, space := s.relayStatusLocked(ch)
 	var behind, remaining any
 	if ch.sqlRunning {
 		switch {
@@ -117,12 +133,12 @@ func (s *Server) replicaStatusLocked() *table {
 	}
 	lastErrno, lastErr := ch.lastSQLErrno, ch.lastSQLError
 	row := []any{
-		ch.ioState, ch.host, ch.user, int64(ch.port), int64(ch.connectRetry), logFile,
-		binlogPos, s.cfg.Name + "-relay-bin.000002", int64(4 + 300*(int64(len(ch.relay)))),
-		logFile, ch.ioRunning, yesNo(ch.sqlRunning),
+		ch.ioState, ch.host, ch.user, int64(ch.port), int64(ch.connectRetry), ch.srcFile,
+		ch.srcPos, relayFile, relayPos,
+		ch.applier.SourceFile, ch.ioRunning, yesNo(ch.sqlRunning),
 		"", "", "", "", "", "",
 		int64(lastErrno), lastErr, int64(0),
-		binlogPos - 300*applied, int64(157 + 300*len(ch.relay)), "None",
+		ch.applier.SourcePos, space, "None",
 		"", int64(0), yesNo(ch.ssl),
 		ch.sslCA, "", ch.sslCert, "", ch.sslKey, behind,
 		yesNo(ch.sslVerify), int64(ch.lastIOErrno), ch.lastIOError,
@@ -186,7 +202,7 @@ func (s *Server) execChangeSource(sess *session, c *cursor) error {
 	if err := c.expectEnd(); err != nil {
 		return err
 	}
-	if !sess.isAdmin() {
+	if !sess.hasAnyPrivilege("REPLICATION_SLAVE_ADMIN", "SUPER") {
 		return errNeedPrivilege("SUPER or REPLICATION_SLAVE_ADMIN")
 	}
 	s.mu.Lock()
@@ -194,6 +210,7 @@ func (s *Server) execChangeSource(sess *session, c *cursor) error {
 	ch := s.st.repl
 	if ch == nil {
 		ch = newChannel()
+		ch.heartbeat = float64(s.relayVarsLocked().netTimeout) / 2
 	}
 	scratch := *ch // validate every option before changing anything, as MySQL does
 	for _, o := range opts {
@@ -217,8 +234,9 @@ func (s *Server) execChangeSource(sess *session, c *cursor) error {
 	// With both threads stopped, CHANGE REPLICATION SOURCE TO deletes the
 	// relay log (MySQL manual, CHANGE REPLICATION SOURCE TO): what was
 	// received but not applied is gone, and Retrieved_Gtid_Set restarts.
+	s.st.repl = ch
 	if purgeRelayLog {
-		ch.relay, ch.retrieved = nil, gtid.Set{}
+		s.discardRelayLogLocked()
 	}
 	if ch.host != oldHost || ch.port != oldPort {
 		// a new source: its identity is learnt at the next connection
@@ -296,7 +314,15 @@ func setChangeOpt(ch *channel, o changeOpt) error {
 		err = wantNum()
 		ch.getPublicKey = o.num == 1
 	case "SOURCE_HEARTBEAT_PERIOD":
-		err = wantNum()
+		// seconds with millisecond resolution, 0 to 4294967 (0 disables)
+		f, perr := strconv.ParseFloat(o.str, 64)
+		switch {
+		case !o.isNum || perr != nil:
+			err = errParse(o.str)
+		case f < 0 || f > 4294967:
+			err = myErr(ErWrongArguments, "The requested value for the heartbeat period is either negative or exceeds the maximum allowed (4294967 seconds).")
+		}
+		ch.heartbeat = float64(int64(f*1000)) / 1000
 	case "SOURCE_TLS_VERSION", "SOURCE_SSL_CIPHER", "SOURCE_SSL_CRL", "SOURCE_SSL_CRLPATH", "SOURCE_SSL_CAPATH",
 		"SOURCE_PUBLIC_KEY_PATH", "NETWORK_NAMESPACE", "SOURCE_BIND", "PRIVILEGE_CHECKS_USER":
 		err = wantStr()
@@ -412,7 +438,7 @@ func (s *Server) execStartReplica(sess *session, c *cursor) error {
 	if err != nil {
 		return err
 	}
-	if !sess.isAdmin() {
+	if !sess.hasAnyPrivilege("REPLICATION_SLAVE_ADMIN", "SUPER") {
 		return errNeedPrivilege("SUPER or REPLICATION_SLAVE_ADMIN")
 	}
 	s.mu.Lock()
@@ -442,7 +468,7 @@ func (s *Server) execStopReplica(sess *session, c *cursor) error {
 	if err != nil {
 		return err
 	}
-	if !sess.isAdmin() {
+	if !sess.hasAnyPrivilege("REPLICATION_SLAVE_ADMIN", "SUPER") {
 		return errNeedPrivilege("SUPER or REPLICATION_SLAVE_ADMIN")
 	}
 	s.mu.Lock()
@@ -454,6 +480,7 @@ func (s *Server) execStopReplica(sess *session, c *cursor) error {
 	if io {
 		ch.ioWanted = false
 		s.stopReceiverLocked(ch)
+		s.flushRelayLogLocked() // a stopped receiver leaves nothing buffered
 	}
 	if sqlT {
 		ch.sqlWanted = false
@@ -470,7 +497,7 @@ func (s *Server) execReset(sess *session, c *cursor) error {
 		if err := c.expectEnd(); err != nil {
 			return err
 		}
-		if !sess.isAdmin() {
+		if !sess.hasPrivilege("RELOAD") {
 			return errNeedPrivilege("RELOAD")
 		}
 		s.mu.Lock()
@@ -493,7 +520,7 @@ func (s *Server) execReset(sess *session, c *cursor) error {
 	if err := c.expectEnd(); err != nil {
 		return err
 	}
-	if !sess.isAdmin() {
+	if !sess.hasAnyPrivilege("REPLICATION_SLAVE_ADMIN", "SUPER") {
 		return errNeedPrivilege("SUPER or REPLICATION_SLAVE_ADMIN")
 	}
 	s.mu.Lock()
@@ -508,6 +535,7 @@ func (s *Server) execReset(sess *session, c *cursor) error {
 	if len(ch.relay) > 0 {
 		s.log.Warn("RESET REPLICA discards relay log", "unappliedTransactions", len(ch.relay))
 	}
+	s.discardRelayLogLocked()
 	if all {
 		s.st.repl = nil
 	} else {
@@ -518,6 +546,7 @@ func (s *Server) execReset(sess *session, c *cursor) error {
 		fresh.autoPosition, fresh.ssl, fresh.sslVerify = ch.autoPosition, ch.ssl, ch.sslVerify
 		fresh.sslCA, fresh.sslCert, fresh.sslKey = ch.sslCA, ch.sslCert, ch.sslKey
 		fresh.connectRetry, fresh.retryCount, fresh.delay, fresh.getPublicKey = ch.connectRetry, ch.retryCount, ch.delay, ch.getPublicKey
+		fresh.heartbeat = ch.heartbeat
 		s.st.repl = fresh
 	}
 	s.saveLocked()

@@ -146,11 +146,20 @@ func (s *Server) execSelect(sess *session, c *cursor) (*table, error) {
 		if err != nil {
 			return nil, err
 		}
+		if t, ok, err := s.selectReplicationTable(sess, db, name, items, c); ok { // pfs_repl.go
+			return t, err
+		}
+		if isPluginsTable(db, name) { // plugins.go
+			return s.selectPlugins(items, c)
+		}
 		if c.acceptKw("WHERE") || c.acceptKw("ORDER") || c.acceptKw("LIMIT") || c.acceptKw("GROUP") {
 			return nil, errNotSupported("WHERE, ORDER BY, GROUP BY and LIMIT in the Bloodraven MySQL simulator")
 		}
 		if err := c.expectEnd(); err != nil {
 			return nil, err
+		}
+		if strings.EqualFold(db, "mysql") && strings.EqualFold(name, "user") {
+			return s.selectMySQLUser(sess, items) // grants.go
 		}
 		if strings.EqualFold(name, "processlist") && (strings.EqualFold(db, "performance_schema") || strings.EqualFold(db, "information_schema")) {
 			return s.selectProcesslist(sess, items, strings.EqualFold(db, "performance_schema"))
@@ -208,6 +217,9 @@ func (s *Server) eval(sess *session, e expr) (any, colType, error) {
 	case eCall:
 		return s.call(sess, e)
 	case eColumn:
+		if strings.HasPrefix(e.text, "@") {
+			return s.userVar(sess, e.text[1:]) // dump.go
+		}
 		return nil, 0, myErr(1054, "Unknown column '%s' in 'field list'", e.text)
 	}
 	return nil, 0, errParse("*")
@@ -295,7 +307,7 @@ func (s *Server) call(sess *session, e expr) (any, colType, error) {
 			host = host[:i]
 		}
 		if e.text == "CURRENT_USER" {
-			host = "%"
+			host = sess.accountHost()
 		}
 		return sess.user.Name + "@" + host, colString, nil
 	case "SLEEP":
@@ -312,6 +324,8 @@ func (s *Server) call(sess *session, e expr) (any, colType, error) {
 		case <-s.queryKillCh(sess):
 			return int64(1), colInt, nil
 		}
+	case "UNIX_TIMESTAMP": // a replica's receiver asks for the source's clock
+		return time.Now().Unix(), colInt, nil
 	case "NOW", "CURRENT_TIMESTAMP", "UTC_TIMESTAMP":
 		return time.Now().UTC().Format("2006-01-02 15:04:05"), colString, nil
 	}
@@ -402,7 +416,7 @@ func (s *Server) processlistRowsLocked(sess *session) [][]any {
 		if o.command == "Connect" && o.user.Name == "" {
 			continue
 		}
-		if !sess.isAdmin() && o.user.Name != sess.user.Name {
+		if !sess.hasPrivilege("PROCESS") && o.user.Name != sess.user.Name {
 			continue
 		}
 		var db, info, state any
@@ -496,8 +510,8 @@ func (s *Server) selectTable(sess *session, db, name string, items []selItem) (*
 	if db == "" {
 		return nil, myErr(ErNoDB, "No database selected")
 	}
-	if sess.user.Role == RoleReplication {
-		return nil, myErr(ErTableAccessDenied, "SELECT command denied to user '%s'@'%%' for table '%s'", sess.user.Name, name)
+	if !sess.hasTablePrivilege(db, name, "SELECT") {
+		return nil, myErr(ErTableAccessDenied, "SELECT command denied to user '%s'@'%s' for table '%s'", sess.user.Name, sess.accountHost(), name)
 	}
 	t, err := s.st.table(db, name)
 	if err != nil {

@@ -18,6 +18,7 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-mysql-org/go-mysql/server"
@@ -28,21 +29,20 @@ import (
 // Version is the server version the simulator reports.
 const Version = "9.7.0-bloodraven-sim"
 
-// Role is a simplified privilege set.
+// Role is a shorthand for the GRANT statements a configured account gets
+// when it is created at first boot (accounts.go, roleGrants). Privilege
+// checks use the grants, never the role.
 type Role string
 
 const (
-	// RoleAdmin holds the dynamic privileges the operator and sidecar use:
-	// CONNECTION_ADMIN, SYSTEM_VARIABLES_ADMIN, REPLICATION_SLAVE_ADMIN,
-	// REPLICATION CLIENT, PROCESS, CLONE_ADMIN, BACKUP_ADMIN,
-	// SERVICE_CONNECTION_ADMIN (the administrative interface). It may write
-	// while read_only=ON (but not while super_read_only=ON), as MySQL allows
-	// CONNECTION_ADMIN holders to.
+	// RoleAdmin is GRANT ALL PRIVILEGES ON *.* WITH GRANT OPTION, what the
+	// operator's account gets (seed 004).
 	RoleAdmin Role = "admin"
-	// RoleApp may read and write data only; read_only refuses its writes.
+	// RoleApp is the data privileges ON *.*; read_only refuses its writes.
 	RoleApp Role = "app"
-	// RoleReplication has REPLICATION SLAVE and BACKUP_ADMIN: it may stream
-	// the binary log and be a clone donor user, nothing else.
+	// RoleReplication is REPLICATION SLAVE, REPLICATION CLIENT,
+	// BACKUP_ADMIN and CLONE_ADMIN: stream the binary log, read replication
+	// status, be a clone donor account.
 	RoleReplication Role = "repl"
 )
 
@@ -52,7 +52,10 @@ const (
 	CachingSHA2Password = "caching_sha2_password"
 )
 
-// User is an account. Host is not modelled: every user is 'name'@'%'.
+// User is an account to create at first boot, as 'Name'@'%' (an init
+// file's CREATE USER and GRANT); from then on accounts live in the data
+// directory and change only by account statements. Password is hashed at
+// creation and not kept.
 type User struct {
 	Name     string
 	Password string
@@ -107,6 +110,24 @@ type Config struct {
 	// sync_binlog and innodb_flush_log_at_trx_commit (as in my.cnf); nil
 	// is MySQL's default, 1.
 	SyncBinlog, InnoDBFlushLogAtTrxCommit *int
+	// ReplicaNetTimeout is replica_net_timeout at start in seconds (0:
+	// MySQL's default, 60); RelayLogRecovery is relay_log_recovery (read
+	// only at runtime). See relaylog.go.
+	ReplicaNetTimeout int
+	RelayLogRecovery  bool
+	// DefaultsFile is mysqld's --defaults-file, read at every start, and
+	// Options are options as on mysqld's command line, after it (mycnf.go).
+	// They fill what the fields above leave unset.
+	DefaultsFile string
+	Options      []string
+	// RootDir is the container's filesystem on the host: absolute paths in
+	// DefaultsFile, in the files it names and InitDBDir resolve under it.
+	RootDir string
+	// Env is the container's environment, InitDBDir its
+	// /docker-entrypoint-initdb.d: with either set, an empty data directory
+	// is initialised as the official image's entrypoint does (firstboot.go).
+	Env       map[string]string
+	InitDBDir string
 }
 
 // Server is one simulated mysqld.
@@ -121,6 +142,7 @@ type Server struct {
 	// starts, so a statement of a session from before a crash cannot
 	// commit into the restarted server.
 	redo    *redoLog
+	replica replicaVars // the replica's variables and open relay log (relaylog.go)
 	gen     uint64
 	peekSeq uint64 // last journal record in s.st while stopped (peekLocked)
 
@@ -142,11 +164,25 @@ type Server struct {
 	conns         connLimit     // connlimit.go
 	rollback      rollbackFault // rollback.go
 	binlog        binlogFiles   // binlog.go
+	rsaKey        *rsa.PrivateKey   // caching_sha2_password's key pair for plain connections (auth.go)
+	sha2Cache     map[string][]byte // caching_sha2_password's cache: account -> SHA256(SHA256(pw)); emptied at every start
+	// given is the Config as passed to New; ext what the option file,
+	// the first boot, plugins and transport keep (mycnf.go).
+	given Config
+	ext   bootState
 	wg            sync.WaitGroup
 }
 
 // New validates cfg and creates a server; call Start to listen.
 func New(cfg Config) (*Server, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	given := cfg
+	cfg, opts, err := applyOptionFile(cfg, cfg.Logger) // mycnf.go
+	if err != nil {
+		return nil, err
+	}
 	if cfg.Addr == "" {
 		cfg.Addr = "127.0.0.1:0"
 	}
@@ -192,11 +228,14 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{
 		cfg:      cfg,
 		boot:     cfg,
-		proto:    server.NewServer(Version, 255, CachingSHA2Password, key, cfg.TLS),
 		log:      cfg.Logger.With("server", cfg.Name),
 		disk:     d,
 		sessions: map[uint64]*session{},
 		changed:  make(chan struct{}),
+	}
+	s.given, s.ext.opts = given, opts
+	if err := s.initTransport(key); err != nil { // transport.go: TLS that RELOAD TLS can change
+		return nil, err
 	}
 	if err := s.peekLocked(); err != nil {
 		return nil, err
@@ -260,9 +299,15 @@ func (s *Server) Start() error {
 		return err
 	}
 	s.gen++
+	s.sha2Cache = nil // the authentication cache does not survive a restart
 	s.ln, s.addr, s.running = ln, ln.Addr().String(), true
 	s.stopped = make(chan struct{})
 	s.binlogFileSetLocked() // mysqld opens a new binary log at every start
+	s.openRelayLogLocked()  // and reads back its relay log (relay_log_recovery)
+	if err := s.firstBootLocked(); err != nil { // firstboot.go: the image's entrypoint on an empty data directory
+		s.shutdownLocked(true)
+		return fmt.Errorf("mysqlsim %s: first boot: %w", s.cfg.Name, err)
+	}
 	s.wg.Add(1)
 	go s.acceptLoop(ln)
 	if err := s.startAdminLocked(); err != nil {
@@ -394,16 +439,6 @@ func (s *Server) endSession(sess *session) {
 	s.notifyLocked()
 }
 
-// lookupUser returns the account named name.
-func (s *Server) lookupUser(name string) (User, bool) {
-	for _, u := range s.cfg.Users {
-		if u.Name == name {
-			return u, true
-		}
-	}
-	return User{}, false
-}
-
 // session is one client connection. Fields are guarded by Server.mu except
 // where noted.
 type session struct {
@@ -420,6 +455,13 @@ type session struct {
 	gtidNext string
 	program  string // program_name connection attribute
 	viaAdmin bool   // connected on the administrative interface
+	secure   bool   // the client switched to TLS (transport.go)
+	system   bool   // a thread of the server itself: every privilege check passes (privileges.go)
+	acctHost string // host part of the account the session logged in as
+	// sqlLogBinOff is SET sql_log_bin = 0: the session's account statements
+	// are not written to the binary log.
+	sqlLogBinOff bool
+	privs    atomic.Pointer[sessionPrivs]
 	// gtidNextUsed is set once a transaction committed with an explicit
 	// gtid_next; MySQL then refuses further transactions until it is set again.
 	gtidNextUsed bool
@@ -433,6 +475,8 @@ type session struct {
 	killOnce sync.Once
 	killed   chan struct{} // closed by KILL CONNECTION or shutdown
 	queryKil chan struct{} // closed by KILL QUERY for the running statement
+
+	src *sourceSession // user variables, replica registration and binlog dump (dump.go)
 }
 
 // kill closes the session's connection and interrupts what it is doing.
@@ -443,4 +487,3 @@ func (sess *session) kill() {
 	})
 }
 
-func (sess *session) isAdmin() bool { return sess.user.Role == RoleAdmin }

@@ -51,7 +51,7 @@ func (s *Server) execSet(sess *session, c *cursor) error {
 				sc = e.sc
 			}
 		case t.kind == tIdent && strings.HasPrefix(t.text, "@"):
-			name = "" // user variable: accepted, not stored
+			name = "@" + t.text[1:] // user variable (dump.go)
 		case t.kind == tIdent || t.kind == tQIdent:
 			name = strings.ToLower(t.text)
 		default:
@@ -87,6 +87,10 @@ func (s *Server) execSet(sess *session, c *cursor) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, a := range assigns {
+		if strings.HasPrefix(a.name, "@") {
+			sess.setUserVarLocked(a.name[1:], a.val)
+			continue
+		}
 		if err := s.setVarLocked(sess, a.name, a.sc, a.val); err != nil {
 			return err
 		}
@@ -118,7 +122,7 @@ func (s *Server) setVarLocked(sess *session, name string, sc scope, val any) err
 		return myErr(1228, "Variable '%s' is a SESSION variable and can't be used with SET GLOBAL", name)
 	}
 	if sc == scopeGlobal {
-		if !sess.isAdmin() {
+		if !sess.hasAnyPrivilege("SYSTEM_VARIABLES_ADMIN", "SUPER") {
 			return errNeedPrivilege("SUPER or SYSTEM_VARIABLES_ADMIN")
 		}
 		return s.setGlobalLocked(sess, name, val)
@@ -133,9 +137,14 @@ func (s *Server) setVarLocked(sess *session, name string, sc scope, val any) err
 		}
 		sess.lockWaitTimeout = time.Duration(n) * time.Second
 	case "sql_log_bin":
-		if !sess.isAdmin() {
-			return errNeedPrivilege("SUPER or SYSTEM_VARIABLES_ADMIN")
+		if !sess.hasAnyPrivilege("SYSTEM_VARIABLES_ADMIN", "SESSION_VARIABLES_ADMIN", "SUPER") {
+			return errNeedPrivilege("SUPER, SYSTEM_VARIABLES_ADMIN or SESSION_VARIABLES_ADMIN")
 		}
+		on, err := parseBoolValue(name, val)
+		if err != nil {
+			return err
+		}
+		sess.sqlLogBinOff = !on // account statements honour it (grants.go)
 	}
 	return nil // other session variables are accepted and not modelled
 }
@@ -144,7 +153,7 @@ func (s *Server) setVarLocked(sess *session, name string, sc scope, val any) err
 // the next transaction commits with exactly that GTID (or is skipped if it was
 // already executed). Setting it needs SYSTEM_VARIABLES_ADMIN or REPLICATION_APPLIER.
 func (s *Server) setGTIDNextLocked(sess *session, val any) error {
-	if !sess.isAdmin() {
+	if !sess.hasAnyPrivilege("SYSTEM_VARIABLES_ADMIN", "SESSION_VARIABLES_ADMIN", "REPLICATION_APPLIER", "SUPER") {
 		return errNeedPrivilege("SUPER, SYSTEM_VARIABLES_ADMIN, SESSION_VARIABLES_ADMIN or REPLICATION_APPLIER")
 	}
 	str := strings.TrimSpace(argString(val))

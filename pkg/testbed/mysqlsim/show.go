@@ -19,7 +19,7 @@ func (s *Server) execShow(sess *session, c *cursor) (*table, error) {
 		if err := c.expectEnd(); err != nil {
 			return nil, err
 		}
-		if !sess.isAdmin() {
+		if !sess.hasAnyPrivilege("REPLICATION CLIENT", "SUPER") {
 			return nil, errNeedPrivilege("SUPER, REPLICATION CLIENT")
 		}
 		if channel != "" {
@@ -28,6 +28,8 @@ func (s *Server) execShow(sess *session, c *cursor) (*table, error) {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		return s.replicaStatusLocked(), nil
+	case c.acceptKw("PLUGINS"): // plugins.go
+		return s.showPlugins(c)
 	case c.acceptKw("PROCESSLIST"), c.acceptKw("FULL", "PROCESSLIST"):
 		if err := c.expectEnd(); err != nil {
 			return nil, err
@@ -45,12 +47,14 @@ func (s *Server) execShow(sess *session, c *cursor) (*table, error) {
 		if err := c.expectEnd(); err != nil {
 			return nil, err
 		}
-		if !sess.isAdmin() {
+		if !sess.hasAnyPrivilege("REPLICATION CLIENT", "SUPER") {
 			return nil, errNeedPrivilege("SUPER, REPLICATION CLIENT")
 		}
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		return s.binaryLogStatusLocked(), nil
+	case c.acceptKw("REPLICAS"), c.acceptKw("SLAVE", "HOSTS"): // dump.go
+		return s.showReplicas(sess, c)
 	case c.acceptKw("BINARY", "LOGS"):
 		return s.showBinaryLogs(sess, c)
 	case c.acceptKw("BINLOG", "EVENTS"):
@@ -116,7 +120,7 @@ func (s *Server) execShow(sess *session, c *cursor) (*table, error) {
 			continue
 		}
 		str := argString(v)
-		if typ == colInt && (n == "read_only" || n == "super_read_only" || n == "offline_mode" || n == "log_bin" || n == "log_replica_updates" || n == "skip_replica_start" || n == "autocommit" || n == "sql_log_bin") {
+		if typ == colInt && (n == "read_only" || n == "super_read_only" || n == "offline_mode" || n == "log_bin" || n == "log_replica_updates" || n == "skip_replica_start" || n == "autocommit" || n == "sql_log_bin" || n == "relay_log_purge" || n == "relay_log_recovery") {
 			str = map[string]string{"0": "OFF", "1": "ON"}[str]
 		}
 		t.rows = append(t.rows, []any{n, str})

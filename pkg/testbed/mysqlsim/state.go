@@ -24,6 +24,8 @@ type state struct {
 	// innodb_flush_log_at_trx_commit; both 1 makes every commit durable
 	// before it is acknowledged.
 	syncBinlog, flushAtCommit int
+	// accounts are mysql.user and the grant tables (accounts.go).
+	accounts accountSet
 }
 
 type database struct {
@@ -44,6 +46,11 @@ const (
 	opCreateTable
 	opInsert
 	opDelete
+	// opAccount is an account statement (CREATE/ALTER/DROP USER, GRANT,
+	// REVOKE), logged as a Query event with its text (grants.go). The text
+	// travels in cols[0], so every encoding of ops (journal, checkpoint,
+	// replication stream) carries it as it is.
+	opAccount
 )
 
 // writeOp is one data change, as logged and replayed by replicas.
@@ -74,6 +81,7 @@ func newState(cfg Config) *state {
 			"sys":                {tables: map[string]*dataTable{}},
 		},
 		persisted:     map[string]persistedVar{},
+		accounts:      accountSet{},
 		syncBinlog:    defaultSyncBinlog,
 		flushAtCommit: defaultFlushLogAtTrxCommit,
 	}
@@ -104,6 +112,12 @@ func (st *state) check(op writeOp) error {
 		if _, ok := d.tables[op.table]; ok && !op.ifExists {
 			return myErr(ErTableExists, "Table '%s' already exists", op.table)
 		}
+	case opAccount:
+		stmt, err := parseAccountStmt(op.stmtText())
+		if err != nil {
+			return err
+		}
+		return st.accounts.check(stmt)
 	case opInsert, opDelete:
 		t, err := st.table(op.db, op.table)
 		if err != nil {
@@ -159,7 +173,24 @@ func (st *state) apply(op writeOp) {
 		if t, err := st.table(op.db, op.table); err == nil {
 			t.rows = nil
 		}
+	case opAccount:
+		if stmt, err := parseAccountStmt(op.stmtText()); err == nil {
+			st.accounts.apply(stmt)
+		}
 	}
+}
+
+// accountOp is the op of an account statement whose text is MySQL's
+// logged form (accountStmt.text).
+func accountOp(text string) writeOp {
+	return writeOp{kind: opAccount, cols: []string{text}, description: text}
+}
+
+func (op writeOp) stmtText() string {
+	if len(op.cols) == 0 {
+		return ""
+	}
+	return op.cols[0]
 }
 
 // orderRow puts values given for cols into the table's column order.

@@ -10,9 +10,11 @@ import (
 	"strconv"
 	"time"
 
+	gomysql "github.com/go-mysql-org/go-mysql/mysql"
 	driver "github.com/go-sql-driver/mysql"
 
 	"github.com/shipstream/bloodraven/pkg/gtid"
+	"github.com/shipstream/bloodraven/pkg/testbed/mysqlsim/binlogfile"
 )
 
 // peerProgram is the program_name connection attribute a simulated server
@@ -114,16 +116,37 @@ type receiverConfig struct {
 	ssl, verify                   bool
 	retry                         time.Duration
 	retryCount                    int
+	netTimeout                    time.Duration // replica_net_timeout
+	heartbeat                     time.Duration // SOURCE_HEARTBEAT_PERIOD; 0: none
+	ownServerID                   uint32
+	ownUUID                       string
+	have                          gtid.Set // gtid_executed ∪ Retrieved_Gtid_Set
+}
+
+func (s *Server) receiverConfigLocked(ch *channel) receiverConfig {
+	return receiverConfig{
+		addr: s.resolve(ch.host, ch.port), display: fmt.Sprintf("%s@%s:%d", ch.user, ch.host, ch.port),
+		user: ch.user, password: ch.password, ssl: ch.ssl, verify: ch.sslVerify,
+		retry: time.Duration(ch.connectRetry) * time.Second, retryCount: ch.retryCount,
+		netTimeout:  time.Duration(s.relayVarsLocked().netTimeout) * time.Second,
+		heartbeat:   time.Duration(ch.heartbeat * float64(time.Second)),
+		ownServerID: s.cfg.ServerID, ownUUID: s.cfg.ServerUUID,
+		have: s.st.executed.Union(ch.retrieved),
+	}
 }
 
 // runReceiver is the replication receiver (I/O) thread: it connects to the
-// source, asks for every transaction not in gtid_executed ∪ Retrieved_Gtid_Set
-// (GTID auto-positioning) and appends them to the relay log.
+// source, asks by GTID auto-positioning for every transaction not in
+// gtid_executed ∪ Retrieved_Gtid_Set, and writes what arrives to the relay
+// log. A lost connection is retried at once, then every
+// SOURCE_CONNECT_RETRY seconds, SOURCE_RETRY_COUNT attempts in all.
 func (s *Server) runReceiver(ch *channel, stop chan struct{}) {
 	defer s.wg.Done()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() { <-stop; cancel() }()
+	s.wg.Add(1)
+	go s.runRelayFlusher(stop)
 	attempts := 0
 	for {
 		s.mu.Lock()
@@ -131,29 +154,33 @@ func (s *Server) runReceiver(ch *channel, stop chan struct{}) {
 			s.mu.Unlock()
 			return
 		}
-		rc := receiverConfig{
-			addr: s.resolve(ch.host, ch.port), display: fmt.Sprintf("%s@%s:%d", ch.user, ch.host, ch.port),
-			user: ch.user, password: ch.password, ssl: ch.ssl, verify: ch.sslVerify,
-			retry: time.Duration(ch.connectRetry) * time.Second, retryCount: ch.retryCount,
-		}
+		rc := s.receiverConfigLocked(ch)
 		s.mu.Unlock()
 		attempts++
-		err := s.receiveFrom(ctx, ch, stop, rc)
+		streamed, err := s.receiveFrom(ctx, ch, stop, rc)
 		if ctx.Err() != nil {
 			return
 		}
-		var me *driver.MySQLError
-		if errors.As(err, &me) && me.Number == ErSourceFatalReadingBinlog {
-			s.receiverFailed(ch, stop, ErServerSourceFatalReadingBL,
-				fmt.Sprintf("Got fatal error %d from source when reading data from binary log: '%s'", me.Number, me.Message))
+		var fatal *errReceiverFatal
+		var me *gomysql.MyError
+		switch {
+		case errors.As(err, &fatal):
+			s.receiverFailed(ch, stop, fatal.errno, fatal.msg)
 			return
+		case errors.As(err, &me) && me.Code == ErSourceFatalReadingBinlog:
+			s.receiverFailed(ch, stop, ErServerSourceFatalReadingBL,
+				fmt.Sprintf("Got fatal error %d from source when reading data from binary log: '%s'", me.Code, me.Message))
+			return
+		}
+		if streamed {
+			attempts = 1 // a connection that worked starts the count again
 		}
 		s.mu.Lock()
 		if ch.ioStop != stop {
 			s.mu.Unlock()
 			return
 		}
-		errno, msg := connectErrno(err)
+		errno, msg := receiverErrno(err)
 		ch.ioRunning, ch.ioState = "Connecting", "Reconnecting after a failed source event read"
 		ch.lastIOErrno = errno
 		ch.lastIOError = fmt.Sprintf("Error connecting to source '%s'. This was attempt %d/%d, with a delay of %d seconds between attempts. Message: %s",
@@ -165,6 +192,9 @@ func (s *Server) runReceiver(ch *channel, stop chan struct{}) {
 			s.receiverFailed(ch, stop, errno, ch.lastIOError)
 			return
 		}
+		if streamed {
+			continue // MySQL reconnects at once after a failed read
+		}
 		select {
 		case <-stop:
 			return
@@ -173,21 +203,22 @@ func (s *Server) runReceiver(ch *channel, stop chan struct{}) {
 	}
 }
 
-// connectErrno maps a driver error to what Last_IO_Errno shows.
-func connectErrno(err error) (int, string) {
-	var me *driver.MySQLError
-	if errors.As(err, &me) {
-		return int(me.Number), me.Message
+// runRelayFlusher writes the relay log once a second while the receiver
+// runs (what sync_relay_log leaves buffered; see syncRelayLogLocked).
+func (s *Server) runRelayFlusher(stop chan struct{}) {
+	defer s.wg.Done()
+	t := time.NewTicker(redoFlushInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+		}
+		s.mu.Lock()
+		s.flushRelayLogLocked()
+		s.mu.Unlock()
 	}
-	var oe *net.OpError
-	if errors.As(err, &oe) && oe.Op == "dial" {
-		return CrConnHostError, "Can't connect to MySQL server: " + err.Error()
-	}
-	var ne net.Error
-	if errors.As(err, &ne) || errors.Is(err, driver.ErrInvalidConn) {
-		return 2013, "Lost connection to MySQL server during query: " + err.Error()
-	}
-	return CrConnHostError, "Can't connect to MySQL server: " + err.Error()
 }
 
 // receiverFailed stops the receiver with an error, as MySQL does for fatal
@@ -205,83 +236,166 @@ func (s *Server) receiverFailed(ch *channel, stop chan struct{}, errno int, msg 
 	s.notifyLocked()
 }
 
-// receiveFrom runs one connection to the source until it fails or stops.
-func (s *Server) receiveFrom(ctx context.Context, ch *channel, stop chan struct{}, rc receiverConfig) error {
-	db := s.openPeer(rc.addr, rc.user, rc.password, rc.ssl, rc.verify, 2*time.Second)
-	defer db.Close()
-	var uuid string
-	var id uint64
-	if err := db.QueryRowContext(ctx, "SELECT @@GLOBAL.server_uuid, @@GLOBAL.server_id").Scan(&uuid, &id); err != nil {
-		return err
+// restartReceiverLocked drops the receiver's connection and starts it
+// again (it asks anew with the current sets).
+func (s *Server) restartReceiverLocked(ch *channel) {
+	s.stopReceiverLocked(ch)
+	s.startReplicationLocked()
+}
+
+// receiveFrom runs one connection to the source until it fails or stops;
+// streamed reports that the dump had started.
+func (s *Server) receiveFrom(ctx context.Context, ch *channel, stop chan struct{}, rc receiverConfig) (streamed bool, err error) {
+	conn, err := s.dialSource(ctx, rc)
+	if err != nil {
+		return false, err
+	}
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		select {
+		case <-ctx.Done():
+		case <-done:
+		}
+		conn.Close()
+	}()
+	uuid, id, err := s.sourceHello(conn, rc)
+	if err != nil {
+		return false, err
+	}
+	if err := registerAndDump(conn, rc); err != nil {
+		return false, err
 	}
 	s.mu.Lock()
 	if ch.ioStop != stop {
 		s.mu.Unlock()
-		return nil
+		return false, nil
 	}
 	ch.sourceUUID, ch.sourceServerID = uuid, id
 	ch.ioRunning, ch.ioState = "Yes", "Waiting for source to send event"
 	ch.lastIOErrno, ch.lastIOError, ch.lastIOErrorTime = 0, "", time.Time{}
 	s.notifyLocked()
 	s.mu.Unlock()
+	dec := binlogfile.NewDecoder()
 	for {
+		ev, err := readEvent(conn)
+		if err == nil {
+			err = s.waitWhileFrozen(ctx)
+		}
 		s.mu.Lock()
 		if ch.ioStop != stop {
 			s.mu.Unlock()
-			return nil
+			return true, nil
 		}
-		have := s.st.executed.Union(ch.retrieved).OneLine()
+		if err == nil {
+			err = s.queueEventLocked(ch, dec, ev)
+		}
+		if err != nil {
+			s.dropPartialTxnLocked(ch, dec)
+			s.mu.Unlock()
+			return true, err
+		}
 		s.mu.Unlock()
-		if err := s.receiveBatch(ctx, db, ch, stop, have); err != nil {
-			return err
-		}
 	}
 }
 
-func (s *Server) receiveBatch(ctx context.Context, db *sql.DB, ch *channel, stop chan struct{}, have string) error {
-	rows, err := db.QueryContext(ctx, "SIMULATOR BINLOG DUMP GTID "+quoteString(have)+" WAIT 300")
+// waitWhileFrozen holds the receiver while its own server is frozen.
+func (s *Server) waitWhileFrozen(ctx context.Context) error {
+	s.mu.Lock()
+	frozen := s.faults.frozen
+	s.mu.Unlock()
+	if frozen == nil {
+		return nil
+	}
+	select {
+	case <-frozen:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// queueEventLocked is queue_event: a heartbeat or the source's
+// Previous_gtids only moves the receiver's position (and counts); every
+// other event is written to the relay log as received. A transaction's
+// last event makes it retrieved and hands it to the applier.
+func (s *Server) queueEventLocked(ch *channel, dec *binlogfile.Decoder, ev []byte) error {
+	rl := s.relayLogLocked()
+	if rl == nil {
+		return errors.New("the relay log cannot be written")
+	}
+	file, start := rl.Current()
+	_, wasPending := dec.Pending()
+	se, err := dec.Feed(ev, start)
 	if err != nil {
 		return err
 	}
-	defer rows.Close()
-	var batch []txn
-	for rows.Next() {
-		var g string
-		var committed int64
-		var ops string
-		if err := rows.Scan(&g, &committed, &ops); err != nil {
-			return err
+	now := time.Now()
+	switch se.Type {
+	case binlogfile.TypeHeartbeat, binlogfile.TypeHeartbeatV2:
+		ch.stats.heartbeats++
+		ch.stats.lastHeartbeat = now
+		if se.HeartbeatFile != "" {
+			ch.srcFile = se.HeartbeatFile
 		}
-		parsed, err := gtid.ParseGTID(g)
-		if err != nil {
-			return err
+		if se.LogPos != 0 {
+			ch.srcPos = int64(se.LogPos)
 		}
-		decoded, err := decodeOps(ops)
-		if err != nil {
-			return err
+		s.notifyLocked()
+		return nil
+	case binlogfile.TypePrevGTIDs:
+		ch.srcPos = int64(se.LogPos)
+		return nil
+	case binlogfile.TypeRotate:
+		ch.srcFile, ch.srcPos = se.RotateFile, int64(se.RotatePos)
+	default:
+		if se.LogPos != 0 {
+			ch.srcPos = int64(se.LogPos)
 		}
-		batch = append(batch, txn{gtid: parsed, ops: decoded, committed: time.Unix(0, committed)})
 	}
-	if err := rows.Err(); err != nil {
+	if _, _, err := rl.Append(ev); err != nil {
 		return err
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if ch.ioStop != stop {
+	if p, ok := dec.Pending(); ok && !wasPending {
+		ch.stats.queueing = trxStamp{gtid: p.GTID.String(), original: p.OriginalCommit, immediate: p.ImmediateCommit, start: now}
+		ch.stats.queueingStart = relayPoint{file, start}
+	}
+	s.syncRelayLogLocked(1)
+	if se.Txn == nil {
 		return nil
 	}
-	for _, t := range batch {
-		if ch.retrieved.Contains(t.gtid) || s.st.executed.Contains(t.gtid) {
-			continue
-		}
-		ch.relay = append(ch.relay, t)
-		ch.retrieved = ch.retrieved.Add(t.gtid)
-		s.redoLocked(redoRelay, &t)
+	t := se.Txn
+	ch.relay = append(ch.relay, newRelayTxn(t.Txn, file, t.Start, t.End, ch.srcFile, ch.srcPos))
+	ch.retrieved = ch.retrieved.Add(t.GTID)
+	ch.stats.lastQueued = ch.stats.queueing
+	ch.stats.lastQueued.gtid, ch.stats.lastQueued.end = t.GTID.String(), now
+	ch.stats.queueing = trxStamp{}
+	if err := rl.EndTxn(t.GTID); err != nil {
+		return err
 	}
-	if len(batch) > 0 {
-		s.notifyLocked()
-	}
+	s.notifyLocked()
 	return nil
+}
+
+// dropPartialTxnLocked cuts a transaction whose end never arrived off the
+// relay log: the source sends it again whole after the reconnection.
+func (s *Server) dropPartialTxnLocked(ch *channel, dec *binlogfile.Decoder) {
+	if _, ok := dec.Pending(); !ok {
+		return
+	}
+	dec.Drop()
+	ch.stats.queueing = trxStamp{}
+	rl := s.relayLogLocked()
+	p := ch.stats.queueingStart
+	if rl == nil || p.file == "" {
+		return
+	}
+	if err := rl.Flush(); err == nil {
+		err = rl.DropAfter(p.file, p.pos)
+		if err != nil {
+			s.log.Error("cutting a partial transaction off the relay log failed", "err", err.Error())
+		}
+	}
 }
 
 // runApplier is the replication applier (SQL) thread: it applies relay-log
@@ -309,16 +423,13 @@ func (s *Server) runApplier(ch *channel, stop chan struct{}) {
 				break
 			}
 			ch.delayUntil = time.Time{}
-			if err := s.applyRelayedLocked(ch, t); err != nil {
-				ch.lastSQLErrno, ch.lastSQLError, ch.lastSQLErrorTime = int(err.Code),
-					fmt.Sprintf("Coordinator stopped because there were error(s) in the worker(s). The most recent failure being: Worker 1 failed executing transaction '%s'; Error '%s' on query.", t.gtid, err.Message), time.Now()
-				ch.sqlWanted = false
-				s.stopApplierLocked(ch)
-				s.notifyLocked()
+			s.mu.Unlock()
+			if err := s.applyRelayed(ch, stop, t); err != nil {
+				s.mu.Lock()
+				s.applierFailedLocked(ch, stop, t, err)
 				s.mu.Unlock()
 				return
 			}
-			s.mu.Unlock()
 			continue
 		}
 		changed := s.changed
@@ -332,20 +443,17 @@ func (s *Server) runApplier(ch *channel, stop chan struct{}) {
 	}
 }
 
-// applyRelayedLocked applies the first relay-log transaction. Transactions
-// already executed are skipped (GTID auto-skip); a failing change stops the
-// applier with the change's error, as MySQL does.
-func (s *Server) applyRelayedLocked(ch *channel, t txn) *myError {
-	if !s.st.executed.Contains(t.gtid) {
-		for _, op := range t.ops {
-			if err := s.st.check(op); err != nil {
-				return err.(*myError)
-			}
-		}
-		s.applyTxnLocked(t)
+// applierFailedLocked stops the applier with the transaction's error, as
+// MySQL's coordinator reports a worker's failure.
+func (s *Server) applierFailedLocked(ch *channel, stop chan struct{}, t relayTxn, err *myError) {
+	if ch.sqlStop != stop {
+		return
 	}
-	ch.relay = ch.relay[1:]
-	s.redoLocked(redoRelayPop, nil)
+	ch.lastSQLErrno, ch.lastSQLError, ch.lastSQLErrorTime = int(err.Code),
+		fmt.Sprintf("Coordinator stopped because there were error(s) in the worker(s). The most recent failure being: Worker 1 failed executing transaction '%s' at source log %s, end_log_pos %d; Error '%s' on query.", t.gtid, t.srcFile, t.srcEnd, err.Message), time.Now()
+	ch.stats.applyErr = ch.lastSQLError
+	ch.stats.applying = trxStamp{}
+	ch.sqlWanted = false
+	s.stopApplierLocked(ch)
 	s.notifyLocked()
-	return nil
 }

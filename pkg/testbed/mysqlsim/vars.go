@@ -50,6 +50,7 @@ var sysVars = map[string]varDef{
 	"log_replica_updates":      {globalOnly, colInt, true},
 	"skip_replica_start":       {globalOnly, colInt, true},
 	"binlog_format":            {both, colString, false},
+	"binlog_checksum":          {globalOnly, colString, true}, // CRC32 (dump.go)
 	"clone_valid_donor_list":   {globalOnly, colString, false},
 	"version":                  {globalOnly, colString, true},
 	"version_comment":          {globalOnly, colString, true},
@@ -70,8 +71,11 @@ var sysVars = map[string]varDef{
 	"collation_connection":     {both, colString, false},
 	"sql_log_bin":              {sessionOnly, colInt, false},
 	"innodb_read_only":         {globalOnly, colInt, true},
-	"require_secure_transport": {globalOnly, colInt, true},
+	"require_secure_transport": {globalOnly, colInt, false}, // transport.go
 	"have_ssl":                 {globalOnly, colString, true},
+	"ssl_ca":                   {globalOnly, colString, false},
+	"ssl_cert":                 {globalOnly, colString, false},
+	"ssl_key":                  {globalOnly, colString, false},
 
 	// the binary log files (binlog.go)
 	"max_binlog_size":            {globalOnly, colInt, false},
@@ -82,11 +86,21 @@ var sysVars = map[string]varDef{
 	"sync_binlog":                    {globalOnly, colInt, false},
 	"innodb_flush_log_at_trx_commit": {globalOnly, colInt, false},
 	"max_connections":                {globalOnly, colInt, false}, // connlimit.go
+	// The replica (relaylog.go).
+	"replica_net_timeout": {globalOnly, colInt, false},
+	"slave_net_timeout":   {globalOnly, colInt, false},
+	"sync_relay_log":      {globalOnly, colInt, false},
+	"max_relay_log_size":  {globalOnly, colInt, false},
+	"relay_log_purge":     {globalOnly, colInt, false},
+	"relay_log_recovery":  {globalOnly, colInt, true},
+	"relay_log":           {globalOnly, colString, true},
+	"relay_log_basename":  {globalOnly, colString, true},
+	"relay_log_index":     {globalOnly, colString, true},
 }
 
 // sessionVarDefaults are the values a new session starts with.
 var sessionVarDefaults = map[string]string{
-	"max_allowed_packet": "67108864", "autocommit": "1", "binlog_format": "ROW",
+	"max_allowed_packet": "67108864", "binlog_checksum": "CRC32", "autocommit": "1", "binlog_format": "ROW",
 	"sql_mode":  "ONLY_FULL_GROUP_BY,STRICT_TRANS_TABLES,NO_ZERO_IN_DATE,NO_ZERO_DATE,ERROR_FOR_DIVISION_BY_ZERO,NO_ENGINE_SUBSTITUTION",
 	"time_zone": "SYSTEM", "transaction_isolation": "REPEATABLE-READ", "wait_timeout": "28800", "lock_wait_timeout": "31536000",
 	"session_track_gtids": "OFF", "character_set_client": "utf8mb4", "character_set_connection": "utf8mb4",
@@ -140,6 +154,9 @@ func (s *Server) getVarLocked(sess *session, name string, sc scope) (any, colTyp
 	case "skip_replica_start":
 		return boolInt(s.cfg.SkipReplicaStart), def.typ, nil
 	case "clone_valid_donor_list":
+		if !s.pluginActiveLocked("clone") { // a variable of the clone plugin (plugins.go)
+			return nil, 0, myErr(ErUnknownSystemVariable, "Unknown system variable '%s'", name)
+		}
 		return st.cloneValidDonorList, def.typ, nil
 	case "version":
 		return Version, def.typ, nil
@@ -162,17 +179,17 @@ func (s *Server) getVarLocked(sess *session, name string, sc scope) (any, colTyp
 		return int64(st.syncBinlog), def.typ, nil
 	case "innodb_flush_log_at_trx_commit":
 		return int64(st.flushAtCommit), def.typ, nil
-	case "innodb_read_only", "require_secure_transport":
+	case "innodb_read_only":
 		return int64(0), def.typ, nil
+	case "require_secure_transport", "have_ssl", "ssl_ca", "ssl_cert", "ssl_key":
+		return s.tlsVarLocked(name), def.typ, nil
 	case "max_connections":
 		return s.maxConnectionsLocked(), def.typ, nil
+	case "replica_net_timeout", "slave_net_timeout", "sync_relay_log", "max_relay_log_size", "relay_log_purge",
+		"relay_log_recovery", "relay_log", "relay_log_basename", "relay_log_index":
+		return s.relayVarLocked(name), def.typ, nil
 	case "max_binlog_size", "binlog_expire_logs_seconds", "log_bin_basename", "log_bin_index":
 		return s.binlogVarLocked(name), def.typ, nil
-	case "have_ssl":
-		if s.cfg.TLS != nil {
-			return "YES", def.typ, nil
-		}
-		return "DISABLED", def.typ, nil
 	}
 	v := sessionVarDefaults[name]
 	if def.typ == colInt {
@@ -249,7 +266,18 @@ func (s *Server) setGlobalLocked(sess *session, name string, v any) error {
 		s.setDurabilityLocked()
 	case "max_connections":
 		return s.setMaxConnectionsLocked(v)
+	case "replica_net_timeout", "slave_net_timeout", "sync_relay_log", "max_relay_log_size", "relay_log_purge":
+		if err := s.setRelayVarLocked(name, v); err != nil {
+			return err
+		}
+	case "require_secure_transport", "ssl_ca", "ssl_cert", "ssl_key":
+		if err := s.setTLSVarLocked(name, v); err != nil {
+			return err
+		}
 	case "clone_valid_donor_list":
+		if !s.pluginActiveLocked("clone") {
+			return myErr(ErUnknownSystemVariable, "Unknown system variable '%s'", name)
+		}
 		str, ok := v.(string)
 		if !ok {
 			return myErr(ErWrongValueForVar, "Variable '%s' can't be set to the value of '%v'", name, v)

@@ -29,7 +29,10 @@ const (
 	ReasonSplitBrain            = "SplitBrain"
 	ReasonIncomparableGTIDSets  = "IncomparableGTIDSets"
 	ReasonFailoverRefused       = "FailoverRefused"
-	ReasonNotDegraded           = "NotDegraded"
+	// ReasonCatchUpTimedOut (Degraded=True): an automatic failover ended
+	// because its candidate did not catch up within the bound.
+	ReasonCatchUpTimedOut = "CatchUpTimedOut"
+	ReasonNotDegraded     = "NotDegraded"
 
 	// MysqlFailoverGroup RecoveryPending reasons.
 	ReasonRecoveryInProgress = "RecoveryInProgress"

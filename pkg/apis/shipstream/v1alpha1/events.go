@@ -34,6 +34,11 @@ const (
 	// EventFailoverAborted (Warning): the candidate became unreachable
 	// before it was promoted; nothing changed.
 	EventFailoverAborted = "FailoverAborted"
+	// EventFailoverCatchUpTimedOut (Warning): the candidate did not execute
+	// what it held when chosen within the catch-up bound; the failover ended
+	// unpromoted, automatic failover is held, and the message says what a
+	// promotion of it would lose (docs/runbooks/failover-refused-or-held.md).
+	EventFailoverCatchUpTimedOut = "FailoverCatchUpTimedOut"
 	// EventFailoverSucceeded (Normal): the candidate is the active site and
 	// the new topologyGeneration is published.
 	EventFailoverSucceeded = "FailoverSucceeded"

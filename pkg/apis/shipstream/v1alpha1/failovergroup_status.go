@@ -171,6 +171,12 @@ type Transition struct {
 	// its sidecar has fenced it by itself; promotion waits for it.
 	// +optional
 	SourceFenceDeadline *metav1.Time `json:"sourceFenceDeadline,omitempty"`
+	// candidateGtidSet is, for an automatic failover, the target's
+	// gtid_executed together with its Retrieved_Gtid_Set when it was chosen:
+	// what it held then. It is not promoted before it executed all of it,
+	// and what it lacks of it at promotion is reported as possibly lost.
+	// +optional
+	CandidateGTIDSet string `json:"candidateGtidSet,omitempty"`
 	// message explains the step in human terms.
 	// +optional
 	// +kubebuilder:validation:MaxLength=1024

@@ -49,8 +49,8 @@ func UUID(n uint32) string {
 }
 
 // Start creates and starts a server. Zero fields of cfg get defaults: a
-// unique ServerID and ServerUUID, the standard Users, 127.0.0.1:0, a fresh
-// data directory under t.TempDir(). The server is closed at test cleanup.
+// unique ServerID and ServerUUID, the standard Users, 127.0.0.1:0,
+// replica_net_timeout=5, the clone plugin loaded, a fresh data directory under t.TempDir(). The server is closed at test cleanup.
 func Start(t testing.TB, cfg mysqlsim.Config) *mysqlsim.Server {
 	t.Helper()
 	n := serial.Add(1) + 100
@@ -65,6 +65,16 @@ func Start(t testing.TB, cfg mysqlsim.Config) *mysqlsim.Server {
 	}
 	if cfg.Name == "" {
 		cfg.Name = fmt.Sprintf("sim%d", cfg.ServerID)
+	}
+	if cfg.ReplicaNetTimeout == 0 {
+		// as the operator's my.cnf sets it: a dead source is noticed in 5 s
+		// (MySQL's default 60 s would leave replicas "Yes" long after a partition)
+		cfg.ReplicaNetTimeout = 5
+	}
+	if cfg.Options == nil && cfg.DefaultsFile == "" {
+		// as the operator's my.cnf loads it: CLONE needs the clone plugin
+		// (pass Options: []string{} for a server without it)
+		cfg.Options = []string{"plugin-load-add=mysql_clone.so"}
 	}
 	if cfg.DataDir == "" {
 		// A real data directory: Crash and Restart go through the files.
