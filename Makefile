@@ -17,9 +17,10 @@ build:
 	@mkdir -p $(BIN_DIR)
 	@if $(GO) list ./cmd/... >/dev/null 2>&1; then $(GO) build -o $(BIN_DIR)/ ./cmd/...; else echo "no binaries under cmd/ yet"; fi
 
-## tools: build etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl and kwok from Go modules
+## tools: build etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl and kwok from Go modules, and install the test packages from apt
 tools:
 	@bash scripts/build-controlplane.sh
+	@bash scripts/install-test-packages.sh
 
 ## test: unit and integration tests (integration tests run a real etcd + kube-apiserver)
 test: tools

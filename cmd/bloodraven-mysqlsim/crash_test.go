@@ -72,8 +72,17 @@ const killTestUUID = "22222222-3333-4444-8555-666666666666"
 // process is killed by PID at cleanup if it still runs.
 func startSim(t *testing.T, dataDir string, extra ...string) *simProc {
 	t.Helper()
-	args := append([]string{"-listen", "127.0.0.1:0", "-name", "killtest", "-server-id", "9",
-		"-user", "op:pw:mysql_native_password:admin", "-datadir", dataDir, "-control-addr", "127.0.0.1:0"}, extra...)
+	args := append([]string{"-server-id", "9", "-user", "op:pw:mysql_native_password:admin", "-datadir", dataDir}, extra...)
+	p := startSimArgs(t, args)
+	p.dataDir, p.pidFile = dataDir, filepath.Join(dataDir, "mysqld.pid")
+	return p
+}
+
+// startSimArgs runs the binary with args (plus a free port, a name and a
+// control API) and waits for its addresses.
+func startSimArgs(t *testing.T, args []string) *simProc {
+	t.Helper()
+	args = append([]string{"-listen", "127.0.0.1:0", "-name", "killtest", "-control-addr", "127.0.0.1:0"}, args...)
 	cmd := exec.Command(simBinary(t), args...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
@@ -82,7 +91,7 @@ func startSim(t *testing.T, dataDir string, extra ...string) *simProc {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	p := &simProc{cmd: cmd, exited: make(chan struct{}), dataDir: dataDir, pidFile: filepath.Join(dataDir, "mysqld.pid")}
+	p := &simProc{cmd: cmd, exited: make(chan struct{})}
 	t.Cleanup(func() {
 		select {
 		case <-p.exited:
@@ -127,9 +136,11 @@ func (p *simProc) kill(t *testing.T) {
 	}
 }
 
-func (p *simProc) db(t *testing.T) *sql.DB {
+func (p *simProc) db(t *testing.T) *sql.DB { return p.dbAs(t, "op", "pw") }
+
+func (p *simProc) dbAs(t *testing.T, user, pass string) *sql.DB {
 	t.Helper()
-	db, err := sql.Open("mysql", "op:pw@tcp("+p.addr+")/?timeout=5s&readTimeout=10s&writeTimeout=10s")
+	db, err := sql.Open("mysql", user+":"+pass+"@tcp("+p.addr+")/?timeout=5s&readTimeout=10s&writeTimeout=10s")
 	if err != nil {
 		t.Fatal(err)
 	}

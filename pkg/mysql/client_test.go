@@ -246,7 +246,8 @@ func TestRenderQuotesValues(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := `CHANGE REPLICATION SOURCE TO SOURCE_HOST = 'h\'; DROP TABLE x; --', SOURCE_PORT = 3306, SOURCE_USER = 're\\pl', ` +
-		`SOURCE_PASSWORD = 'p\'w', SOURCE_AUTO_POSITION = 1, SOURCE_SSL = 1, SOURCE_CONNECT_RETRY = 2, SOURCE_RETRY_COUNT = 3, GET_SOURCE_PUBLIC_KEY = 1`
+		`SOURCE_PASSWORD = 'p\'w', SOURCE_AUTO_POSITION = 1, SOURCE_SSL = 1, SOURCE_CONNECT_RETRY = 2, SOURCE_RETRY_COUNT = 3, GET_SOURCE_PUBLIC_KEY = 1, ` +
+		`SOURCE_HEARTBEAT_PERIOD = 1`
 	if got != want {
 		t.Fatalf("rendered\n %s\nwant\n %s", got, want)
 	}

@@ -83,8 +83,11 @@ type FailoverGuards struct {
 	// alive (judgeLag); zero unknown.
 	SourceAlive time.Time
 	// StaleAfter bounds how long before SourceAlive the candidate's channel
-	// may have last heard from the source (StaleEvidencePolls pollIntervals).
+	// may have last heard from the source, and how old the evidence's read
+	// may be at Now (StaleEvidencePolls pollIntervals).
 	StaleAfter time.Duration
+	// Now is the decision's time.
+	Now time.Time
 	// MaxMissing is how many of those the best candidate may lack and still
 	// be promoted automatically.
 	MaxMissing uint64

@@ -52,7 +52,7 @@ func (d *decider) failoverCandidates(active string) []FailoverCandidate {
 func (d *decider) failoverGuards(active string) FailoverGuards {
 	g := FailoverGuards{MaxLagSeconds: d.in.MaxLagSeconds, SeenOnSource: d.seenOn(active), MaxMissing: d.in.Failover.MaxMissing,
 		Priorities: d.in.Failover.Priorities, Override: d.in.Failover.Override,
-		StaleAfter: StaleEvidencePolls * d.in.Failover.PollInterval, SourceAlive: d.sourceAlive(active)}
+		StaleAfter: StaleEvidencePolls * max(d.in.Failover.PollInterval, HeartbeatPeriod), SourceAlive: d.sourceAlive(active), Now: d.in.Now}
 	if o := d.in.Observed[active].Last; o != nil {
 		g.SourceUUID = o.ServerUUID
 	} else if p := d.prevSite(active); p != nil {
@@ -150,8 +150,7 @@ func (d *decider) catchUp(t *v1alpha1.Transition, tv *Observed) {
 	// the old primary was seen to commit (a relay log lost in a restart).
 	lost := d.seenOn(src).Union(want).Subtract(tv.Executed)
 	d.out.Status.LastFailover = &v1alpha1.LastFailover{Time: *nt.StepTime, Target: target, Source: src, Kind: t.Kind,
-		PromotionGTIDExecuted: tv.Executed.OneLine(), PossiblyLostGTID: ""} // BROKEN
-	_ = lost
+		PromotionGTIDExecuted: tv.Executed.OneLine(), PossiblyLostGTID: lost.OneLine()}
 	d.act(Action{Kind: MakeWritable, Site: target, ResetReplication: r != nil, Why: fmt.Sprintf("failover from unreachable %s", src)})
 	d.stopReceiversFrom(src, target)
 }

@@ -14,17 +14,21 @@ import (
 // replaces: nothing of it lives in the operator's memory, and nothing of it
 // needs a status write on every poll.
 
-// StaleEvidencePolls bounds, in pollIntervals, how long before the source
-// was last known alive a candidate's channel may have last heard from it.
-// A connected receiver hears from its source at least once per
-// SOURCE_HEARTBEAT_PERIOD (1 s, below the smallest pollInterval) while
-// there is nothing to send, and with every transaction otherwise; the
-// operator's own last contact with the source lies at most one
-// pollInterval and one poll deadline before the source stopped. Three
-// pollIntervals cover both, one missed heartbeat and the rounding of
-// status.sites[].lastSeenTime to the second; a channel silent for longer
-// was not receiving while the source still committed.
+// StaleEvidencePolls bounds, in pollIntervals (HeartbeatPeriod when that
+// is longer), how long before the source was last known alive a
+// candidate's channel may have last heard from it. A connected receiver
+// hears from its source at least once per HeartbeatPeriod while there is
+// nothing to send, and with every transaction otherwise; the operator's
+// own last contact with the source lies at most one pollInterval and one
+// poll deadline before the source stopped. Three cover both, one missed
+// heartbeat and the rounding of status.sites[].lastSeenTime to the second;
+// a channel silent for longer was not receiving while the source still
+// committed.
 const StaleEvidencePolls = 3
+
+// HeartbeatPeriod is the SOURCE_HEARTBEAT_PERIOD the operator configures on
+// every channel (pkg/mysql, StmtChangeSource).
+const HeartbeatPeriod = time.Second
 
 // CatchUpPolls is the slack, in pollIntervals, the catch-up bound adds to
 // maxLagSeconds (CatchUpTimeout).
@@ -63,9 +67,10 @@ func (e *LagEvidence) contact() time.Time {
 
 // judgeLag refuses a candidate whose lag is unknown (no evidence, nothing
 // heard from the source since the channel started, or a backlog whose
-// applier has applied nothing since start), stale (its channel last heard
-// from the source more than StaleAfter before SourceAlive: it was not
-// receiving while the source still committed), or far behind: the
+// applier has applied nothing since start), stale (the evidence was read
+// more than StaleAfter before Now, or its channel last heard from the
+// source more than StaleAfter before SourceAlive: it was not receiving
+// while the source still committed), or far behind: the
 // applier's backlog (the last queued transaction's original commit time
 // less the last applied one's, on the source's one clock) plus the
 // channel's silence before SourceAlive exceeds MaxLagSeconds. It returns
@@ -74,6 +79,10 @@ func judgeLag(c FailoverCandidate, g FailoverGuards) (string, string) {
 	e := c.Evidence
 	if e == nil || e.contact().IsZero() {
 		return RefusalCandidateLagUnknown, "its lag is unknown: its server reports no heartbeat and no transaction received since its replication channel started (restarted, never connected, or the evidence could not be read)"
+	}
+	if !g.Now.IsZero() && g.Now.Sub(e.ObservedAt) > g.StaleAfter {
+		return RefusalCandidateLagStale, fmt.Sprintf("what it knows of the old primary is stale: its replication evidence was last read at %s, more than %s (%d pollIntervals) ago",
+			e.ObservedAt.UTC().Format(time.RFC3339), g.StaleAfter, StaleEvidencePolls)
 	}
 	var silent time.Duration
 	if !g.SourceAlive.IsZero() && g.SourceAlive.After(e.contact()) {

@@ -423,7 +423,7 @@ func TestFailoverAbandonedWhenTheOldPrimaryReturnsWithMore(t *testing.T) {
 		sites[2].Role = v1alpha1.SiteRolePrimaryCandidate // dr takes part
 		obs["dr"] = site("dr", false, "I:1-12", more)
 		drIn := obs["dr"]
-		drIn.Evidence = &LagEvidence{ObservedAt: t0, LastHeartbeat: t0, LastQueued: expand("I:14"), LastQueuedAt: t0, LastQueuedCommit: t0,
+		drIn.Evidence = &LagEvidence{ObservedAt: t0.Add(time.Minute), LastHeartbeat: t0, LastQueued: expand("I:14"), LastQueuedAt: t0, LastQueuedCommit: t0,
 			LastApplied: expand("I:12"), LastAppliedCommit: t0.Add(-time.Second)}
 		obs["dr"] = drIn
 		in := failoverInput(obs, inFailover(v1alpha1.StepCatchingUp))

@@ -63,7 +63,7 @@ var (
 		"freeze until after a failover", "connection exhaustion", "read_only=ON by hand",
 		"sidecar stops while its site is cut off (outside the guarantee)",
 		"errant transaction on a candidate", "applier error", "applier lag", "candidate restart losing its relay log", "candidate restart keeping its relay log",
-		"restart with skip-replica-start", "leader change during the fault"}
+		"restart with skip-replica-start", "leader change during the fault", "primary stops right after shipping, before the next poll"}
 	harnessOutcomeNames = []string{"self-fence by super_read_only", "self-fence by stopping mysqld", "operator fence failed",
 		"failover refused: sidecar not seen", "frozen old primary stopped by its sidecar", "acknowledged writes off the active site",
 		"operator fenced a site answering writable while not trusted", "cut-off old primary without a sidecar returns", "cut-off old primary returns to a restarted operator",

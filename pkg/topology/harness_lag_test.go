@@ -41,6 +41,10 @@ type channelEvidence struct {
 	queuedCommit, appliedCommit     time.Time
 	sqlErrno                        int
 	applierBroken                   bool // its error recurs on every start
+	// crashAfterShip: mysqld stops right after its replicas received its
+	// latest writes and before the operator's next poll, so they hold
+	// transactions the operator never saw on it.
+	crashAfterShip bool
 }
 
 // lossBook is what the loss check compares: every write a client saw
@@ -48,6 +52,9 @@ type channelEvidence struct {
 // or recorded as divergent (or discarded by a reclone request).
 type lossBook struct {
 	everAcked, reported, everDiverg gtid.Set
+	// heldAtChoice is, by transition id, what the chosen candidate really
+	// held (executed or received) when the failover was recorded.
+	heldAtChoice map[string]gtid.Set
 }
 
 // latest is the GTID of set committed last, and when.
@@ -150,7 +157,10 @@ func (w *world) lagFault() {
 		}
 	}
 	s := cands[w.r.IntN(len(cands))]
-	switch w.r.IntN(5) {
+	if t := w.status.Transition; t != nil && t.Kind == v1alpha1.TransitionAutomatic && w.r.IntN(2) == 0 {
+		s = w.sites[t.TargetSite] // the candidate of a failover in flight
+	}
+	switch w.r.IntN(6) {
 	case 0:
 		if s.alive() && s.sro {
 			g := s.commit()
@@ -175,11 +185,29 @@ func (w *world) lagFault() {
 			w.restartChannel(s)
 			w.logf("restart %s", s.name)
 		}
+	case 5:
+		if a := w.sites[w.status.ActiveSite]; a != nil && a.alive() && w.status.Transition == nil {
+			a.ch.crashAfterShip, s.lagging = true, true // with a candidate's applier behind
+			w.stats.faults["primary stops right after shipping, before the next poll"]++
+		}
 	case 4:
 		if a := w.mem[w.status.ActiveSite]; w.status.Transition != nil || (a != nil && a.reach != observe.Reachable) {
 			w.resetMemory()
 			w.stats.faults["leader change during the fault"]++
 			w.logf("leader change: the new leader starts with empty memory")
+		}
+	}
+}
+
+// crashShipped stops a mysqld marked crashAfterShip (between replication
+// and the poll).
+func (w *world) crashShipped() {
+	for _, n := range w.order {
+		if s := w.sites[n]; s.ch.crashAfterShip {
+			s.ch.crashAfterShip = false
+			s.crashed = true
+			w.mysqldStopped(s)
+			w.logf("crash %s right after shipping", s.name)
 		}
 	}
 }
@@ -252,6 +280,29 @@ func (w *world) checkLoss(check func(string, ...any)) {
 	}
 }
 
+// checkPromotion: at Promoting, every acknowledged write the target held
+// when it was chosen and no longer holds (a relay log lost in a restart)
+// is in lastFailover.possiblyLostGtid: it is gone from the new primary,
+// and the report must say so.
+func (w *world) checkPromotion(t *v1alpha1.Transition, lf *v1alpha1.LastFailover, check func(string, ...any)) {
+	tgt := w.sites[t.TargetSite]
+	if tgt == nil || lf == nil {
+		return
+	}
+	reported, err := gtid.Parse(lf.PossiblyLostGTID)
+	if err != nil {
+		check("possiblyLostGtid %q unreadable: %v", lf.PossiblyLostGTID, err)
+		return
+	}
+	short := w.book.heldAtChoice[t.ID].Subtract(tgt.executed).Intersect(w.book.everAcked)
+	if !short.IsEmpty() {
+		w.stats.outcomes["promoted short of what the candidate held when chosen"]++
+	}
+	if unreported := short.Subtract(reported); !unreported.IsEmpty() {
+		check("%s promoted without acknowledged writes %s it held when chosen, not reported possibly lost (%q)", tgt.name, unreported.OneLine(), lf.PossiblyLostGTID)
+	}
+}
+
 // checkChoice ("most advanced" by what the servers held): the target
 // holds nothing the old primary really lacks, and no trusted
 // PrimaryCandidate holds a transaction of the old primary the target lacks.
@@ -260,6 +311,10 @@ func (w *world) checkChoice(t *v1alpha1.Transition, check func(string, ...any)) 
 	if src == nil || tgt == nil {
 		return
 	}
+	if w.book.heldAtChoice == nil {
+		w.book.heldAtChoice = map[string]gtid.Set{}
+	}
+	w.book.heldAtChoice[t.ID] = tgt.executed.Union(tgt.retrieved)
 	if m := w.mem[tgt.name]; m.reach != observe.Reachable || !m.fresh || !tgt.operatorReaches() {
 		check("failover target %s not trusted", tgt.name)
 	}

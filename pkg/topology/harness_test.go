@@ -555,6 +555,10 @@ func (w *world) store(st v1alpha1.MysqlFailoverGroupStatus, check func(string, .
 			w.checkChoice(t, check)
 		}
 	}
+	if t := st.Transition; t != nil && t.Kind == v1alpha1.TransitionAutomatic && t.Step == v1alpha1.StepPromoting &&
+		(prev.Transition == nil || prev.Transition.Step != v1alpha1.StepPromoting) {
+		w.checkPromotion(t, st.LastFailover, check)
+	}
 	if c := st.PlannedFailover; c != nil && c.Phase == v1alpha1.PlannedFailoverRollingBack &&
 		(prev.PlannedFailover == nil || prev.PlannedFailover.Phase != c.Phase) {
 		w.stats.plannedRollbacks++
@@ -733,6 +737,7 @@ func (w *world) step(faults bool, check func(string, ...any)) {
 	w.checkWorld(check)
 	w.clients()
 	w.replicate()
+	w.crashShipped()
 	w.checkWorld(check)
 	w.poll()
 	gaps := w.sawGaps()

@@ -118,6 +118,10 @@ type groupState struct {
 	// sidecarSeen: its sidecar answered in the latest poll that reached the
 	// site at all (topology.SiteInput.SidecarSeen).
 	sidecarHealthy, pollFailed, sidecarSeen map[string]bool
+	// evidence is each site's latest replication evidence read in this
+	// process, used when a poll's read of it misses the poll deadline (its
+	// ReadAt says how old it is; the decision bounds that).
+	evidence map[string]Sample
 }
 
 type siteClient struct {
@@ -169,6 +173,7 @@ func (m *Manager) state(key string) *groupState {
 	if s == nil {
 		s = &groupState{clients: map[string]*siteClient{}, clones: map[string]*topology.CloneState{}, mutation: map[string]string{}}
 		s.sidecarHealthy, s.pollFailed, s.sidecarSeen = map[string]bool{}, map[string]bool{}, map[string]bool{}
+		s.evidence = map[string]Sample{}
 		m.groups[key] = s
 	}
 	return s
@@ -422,16 +427,28 @@ func (p *mpass) probeMySQL(ctx context.Context, site string) (Sample, error) {
 	}
 	s := Sample{Observation: o, Replica: r}
 	if r != nil {
-		// The failover lag guard's evidence (topology.LagEvidence). A
-		// failed read leaves it unknown, which refuses automatic promotion
-		// of this site; it does not fail the poll.
-		if e, err := c.ReplicationEvidence(ctx); err == nil {
-			s.Evidence, s.ReadAt = &e, p.m.opts.Now()
-		} else {
-			p.log.Debug("replication evidence not read", "site", site, "err", err.Error())
-		}
+		p.readEvidence(ctx, c, site, &s)
 	}
 	return s, nil
+}
+
+// readEvidence adds the failover lag guard's evidence (topology.LagEvidence)
+// to a poll. A read that fails does not fail the poll: the latest one this
+// process read of the site is used, with its own read time, which the
+// decision refuses once it is older than its staleness bound; with none,
+// the lag is unknown.
+func (p *mpass) readEvidence(ctx context.Context, c *mysql.Client, site string, s *Sample) {
+	e, err := c.ReplicationEvidence(ctx)
+	p.m.mu.Lock()
+	defer p.m.mu.Unlock()
+	if err == nil {
+		s.Evidence, s.ReadAt = &e, p.m.opts.Now()
+		p.st.evidence[site] = *s
+		return
+	}
+	if prev, ok := p.st.evidence[site]; ok {
+		s.Evidence, s.ReadAt = prev.Evidence, prev.ReadAt
+	}
 }
 
 // input assembles the decision's input from the poll results and the cache.

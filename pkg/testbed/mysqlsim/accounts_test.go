@@ -5,7 +5,9 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -78,11 +80,14 @@ func TestFullAuthenticationWithoutCache(t *testing.T) {
 	mustExec(t, admin, "CREATE USER 'plain'@'%' IDENTIFIED BY 'plain-pw'")
 	mustExec(t, admin, "CREATE USER tlsuser@'%' IDENTIFIED WITH caching_sha2_password BY 'tls-pw'")
 	mustExec(t, admin, "CREATE USER 'nat'@'%' IDENTIFIED WITH 'mysql_native_password' BY 'nat-pw'")
+	mustExec(t, admin, "CREATE USER 'nopw'@'%'")
 	addr := srv.Addr()
-	wantLogin(t, addr, "plain", "plain-pw", nil, "plain@%")        // full, RSA
-	wantLogin(t, addr, "plain", "plain-pw", nil, "plain@%")        // fast
+	wantLogin(t, addr, "nopw", "", nil, "nopw@%")
+	wantDenied(t, addr, "nopw", "something", nil)
+	wantLogin(t, addr, "plain", "plain-pw", nil, "plain@%")           // full, RSA
+	wantLogin(t, addr, "plain", "plain-pw", nil, "plain@%")           // fast
 	wantLogin(t, addr, "tlsuser", "tls-pw", clientTLS(), "tlsuser@%") // full, clear over TLS
-	wantLogin(t, addr, "tlsuser", "tls-pw", nil, "tlsuser@%")        // fast, plain
+	wantLogin(t, addr, "tlsuser", "tls-pw", nil, "tlsuser@%")         // fast, plain
 	wantLogin(t, addr, "nat", "nat-pw", nil, "nat@%")
 	wantDenied(t, addr, "plain", "wrong", nil)
 	wantDenied(t, addr, "plain", "wrong", clientTLS())
@@ -278,8 +283,11 @@ type privCase struct {
 	name string
 	priv string // granted ON *.*
 	code uint16
-	do   func(db *sql.DB) error
-	held func(t *testing.T) string // the server's state the statement would change
+	// after is the error once the privilege is held (0: success): a
+	// statement that then meets its next check has passed this one.
+	after uint16
+	do    func(db *sql.DB) error
+	held  func(t *testing.T) string // the server's state the statement would change
 }
 
 func TestPrivilegeChecksFromGrants(t *testing.T) {
@@ -308,16 +316,19 @@ func TestPrivilegeChecksFromGrants(t *testing.T) {
 	}
 	h, p := hostPort(t, srv)
 	cases := []privCase{
-		{"insert", "INSERT", 1142, exec("INSERT INTO d.t VALUES (1)"), scalar("SELECT COUNT(*) FROM d.t")},
-		{"create database", "CREATE", 1044, exec("CREATE DATABASE made"), scalar("SELECT COUNT(*) FROM made.x")},
-		{"set global", "SYSTEM_VARIABLES_ADMIN", 1227, exec("SET GLOBAL max_connections = 77"), scalar("SELECT @@GLOBAL.max_connections")},
-		{"change source", "REPLICATION_SLAVE_ADMIN", 1227,
+		{"insert", "INSERT", 1142, 0, exec("INSERT INTO d.t VALUES (1)"), scalar("SELECT COUNT(*) FROM d.t")},
+		{"create database", "CREATE", 1044, 0, exec("CREATE DATABASE made"), scalar("SELECT COUNT(*) FROM made.x")},
+		{"set global", "SYSTEM_VARIABLES_ADMIN", 1227, 0, exec("SET GLOBAL max_connections = 77"), scalar("SELECT @@GLOBAL.max_connections")},
+		{"change source", "REPLICATION_SLAVE_ADMIN", 1227, 0,
 			exec(fmt.Sprintf("CHANGE REPLICATION SOURCE TO SOURCE_HOST = '%s', SOURCE_PORT = %s, SOURCE_USER = 'x'", h, p)),
 			func(t *testing.T) string { return replicaStatus(t, admin).get("Source_Host") }},
-		{"show replica status", "REPLICATION CLIENT", 1227, exec("SHOW REPLICA STATUS"), func(*testing.T) string { return "" }},
-		{"purge binary logs", "BINLOG_ADMIN", 1227, exec("PURGE BINARY LOGS BEFORE '2000-01-01 00:00:00'"), func(*testing.T) string { return "" }},
-		{"create user", "CREATE USER", 1227, exec("CREATE USER 'made'@'%'"), scalar("SELECT User FROM mysql.user")},
-		{"read mysql.user", "SELECT", 1142, exec("SELECT User FROM mysql.user"), func(*testing.T) string { return "" }},
+		{"show replica status", "REPLICATION CLIENT", 1227, 0, exec("SHOW REPLICA STATUS"), func(*testing.T) string { return "" }},
+		{"purge binary logs", "BINLOG_ADMIN", 1227, 0, exec("PURGE BINARY LOGS BEFORE '2000-01-01 00:00:00'"), func(*testing.T) string { return "" }},
+		{"create user", "CREATE USER", 1227, 0, exec("CREATE USER 'made'@'%'"), scalar("SELECT User FROM mysql.user")},
+		{"read mysql.user", "SELECT", 1142, 0, exec("SELECT User FROM mysql.user"), func(*testing.T) string { return "" }},
+		{"show binlog events", "REPLICATION SLAVE", 1227, 0, exec("SHOW BINLOG EVENTS"), func(*testing.T) string { return "" }},
+		{"clone", "CLONE_ADMIN", 1227, 3869, // then: donor not in clone_valid_donor_list
+			exec(fmt.Sprintf("CLONE INSTANCE FROM 'repl'@'%s':%s IDENTIFIED BY 'x'", h, p)), scalar("SELECT @@GLOBAL.gtid_executed")},
 	}
 	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -333,8 +344,8 @@ func TestPrivilegeChecksFromGrants(t *testing.T) {
 			}
 			mustExec(t, admin, "GRANT "+c.priv+" ON *.* TO '"+user+"'@'%'")
 			db = open(t, srv.Addr(), user, "pw", nil, false)
-			if err := c.do(db); err != nil {
-				t.Fatalf("with %s: %v", c.priv, err)
+			if err := c.do(db); myErrNo(err) != c.after {
+				t.Fatalf("with %s: %v, want error %d", c.priv, err, c.after)
 			}
 		})
 	}
@@ -573,4 +584,89 @@ func TestAccountsSurviveRestartAndCrash(t *testing.T) {
 	if got := grants(t, adminDB(t, srv), "kept"); len(got) != 1 || got[0] != "GRANT PROCESS ON *.* TO `kept`@`%`" {
 		t.Fatalf("grants after crash: %q", got)
 	}
+}
+
+// TestCloneCopiesAccounts: CLONE copies the donor's mysql schema, so the
+// recipient ends with the donor's accounts and grants and loses its own.
+func TestCloneCopiesAccounts(t *testing.T) {
+	donor := simtest.Start(t, mysqlsim.Config{})
+	recipient := simtest.Start(t, mysqlsim.Config{})
+	mustExec(t, adminDB(t, donor), "CREATE USER 'fromdonor'@'%' IDENTIFIED BY 'donor-pw'")
+	mustExec(t, adminDB(t, donor), "GRANT PROCESS ON *.* TO 'fromdonor'@'%'")
+	recDB := adminDB(t, recipient)
+	mustExec(t, recDB, "CREATE USER 'mine'@'%' IDENTIFIED BY 'mine-pw'")
+	h, p := hostPort(t, donor)
+	mustExec(t, recDB, "SET GLOBAL clone_valid_donor_list = ?", h+":"+p)
+	conn, err := recDB.Conn(ctx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = conn.ExecContext(ctx(t), fmt.Sprintf("CLONE INSTANCE FROM '%s'@'%s':%s IDENTIFIED BY '%s' REQUIRE NO SSL",
+		simtest.ReplUser, h, p, simtest.ReplPass))
+	conn.Close()
+	want := donor.Snapshot().Executed
+	eventually(t, 10*time.Second, "recipient restarted with the donor's GTIDs", func() (bool, string) {
+		s := recipient.Snapshot()
+		return s.Running && s.Executed.Equal(want), s.String()
+	})
+	wantLogin(t, recipient.Addr(), "fromdonor", "donor-pw", nil, "fromdonor@%")
+	wantDenied(t, recipient.Addr(), "mine", "mine-pw", nil)
+	if got := grants(t, adminDB(t, recipient), "fromdonor"); len(got) != 1 || got[0] != "GRANT PROCESS ON *.* TO `fromdonor`@`%`" {
+		t.Fatalf("recipient's grants for fromdonor: %q", got)
+	}
+}
+
+// TestRSAKeyPairKeptInDataDir: the RSA key pair lives in the data directory
+// (private_key.pem, public_key.pem) as mysqld's auto-generated pair does,
+// so a client holding the public key (PyMySQL's server_public_key, the
+// mysql client's --server-public-key-path) still logs in over a plain
+// connection after the server process was replaced (a crash and restart,
+// the restart that ends a clone).
+func TestRSAKeyPairKeptInDataDir(t *testing.T) {
+	if err := exec.Command("/usr/bin/python3", "-c", "import pymysql, cryptography").Run(); err != nil {
+		t.Fatalf("python3-pymysql is needed (apt-get install -y python3-pymysql): %v", err)
+	}
+	dir := t.TempDir()
+	cfg := mysqlsim.Config{DataDir: dir, ServerID: 4242, ServerUUID: simtest.UUID(4242)}
+	first := simtest.Start(t, cfg)
+	mustExec(t, adminDB(t, first), "CREATE USER 'keyed'@'%' IDENTIFIED BY 'keyed-pw'")
+	pub, err := os.ReadFile(filepath.Join(dir, "public_key.pem"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := first.Close(); err != nil {
+		t.Fatal(err)
+	}
+	second := simtest.Start(t, cfg) // a new process on the same data directory
+	host, port := hostPort(t, second)
+	script := `
+import sys, pymysql
+try:
+    c = pymysql.connect(host=sys.argv[1], port=int(sys.argv[2]), user="keyed", password="keyed-pw", server_public_key=sys.argv[3].encode())
+    cur = c.cursor(); cur.execute("SELECT CURRENT_USER()"); print("OK", cur.fetchone()[0])
+except pymysql.err.OperationalError as e:
+    print("ERR", e.args[0], e.args[1])
+`
+	out, err := exec.Command("/usr/bin/python3", "-c", script, host, port, string(pub)).CombinedOutput()
+	if err != nil {
+		t.Fatalf("pymysql: %v: %s", err, out)
+	}
+	if got := strings.TrimSpace(string(out)); got != "OK keyed@%" {
+		t.Fatalf("login with the public key from before the restart: %s", got)
+	}
+}
+
+// TestExtraConnectionNeedsConnectionAdmin: beyond max_connections the one
+// reserved connection is admitted only with CONNECTION_ADMIN (1040 without).
+func TestExtraConnectionNeedsConnectionAdmin(t *testing.T) {
+	srv := simtest.Start(t, mysqlsim.Config{})
+	admin := adminDB(t, srv)
+	admin.SetMaxOpenConns(1)
+	mustExec(t, admin, "CREATE USER 'cap'@'%' IDENTIFIED BY 'pw'")
+	mustExec(t, admin, "SET GLOBAL max_connections = 1") // the admin's connection fills it
+	if _, err := gmLogin(srv.Addr(), "cap", "pw", nil); gmErrNo(err) != 1040 {
+		t.Fatalf("the connection beyond max_connections without CONNECTION_ADMIN: %v, want 1040", err)
+	}
+	mustExec(t, admin, "GRANT CONNECTION_ADMIN ON *.* TO 'cap'@'%'")
+	wantLogin(t, srv.Addr(), "cap", "pw", nil, "cap@%")
 }

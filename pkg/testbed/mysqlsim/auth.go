@@ -10,6 +10,9 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/pem"
+	"errors"
+	"fmt"
+	"io/fs"
 	"net"
 	"reflect"
 
@@ -52,6 +55,7 @@ func (p *authProvider) Validate(plugin string) bool {
 func (p *authProvider) Authenticate(c *server.Conn, plugin string, data []byte) error {
 	a := p.s.loginAccount(c.GetUser(), c.RemoteAddr())
 	salt := connSalt(c)
+	denied := errLoginDenied(c, true)
 	if a == nil {
 		a = &account{plugin: plugin, authString: "\x00unknown"} // matches nothing: 1045 as a wrong password
 	}
@@ -60,7 +64,7 @@ func (p *authProvider) Authenticate(c *server.Conn, plugin string, data []byte) 
 		if a.authString == "" {
 			return nil
 		}
-		return server.ErrAccessDeniedNoPassword
+		return errLoginDenied(c, false)
 	}
 	if plugin == NativePassword {
 		for _, h := range a.authStrings() {
@@ -68,7 +72,7 @@ func (p *authProvider) Authenticate(c *server.Conn, plugin string, data []byte) 
 				return nil
 			}
 		}
-		return server.ErrAccessDenied
+		return denied
 	}
 	if p.s.sha2CacheHit(a.key(), salt, data) {
 		return writeAuthMore(c, 0x03) // fast_auth_success
@@ -76,47 +80,68 @@ func (p *authProvider) Authenticate(c *server.Conn, plugin string, data []byte) 
 	if err := writeAuthMore(c, 0x04); err != nil { // perform_full_authentication
 		return err
 	}
-	pw, err := p.fullAuthPassword(c, salt)
+	pw, ok, err := p.fullAuthPassword(c, salt)
 	if err != nil {
 		return err
 	}
+	if !ok {
+		return denied
+	}
 	if !a.passwordMatches(pw) {
-		return server.ErrAccessDenied
+		return denied
 	}
 	p.s.sha2CacheStore(a.key(), pw)
 	return nil
 }
 
 // fullAuthPassword reads the client's password in full authentication.
-func (p *authProvider) fullAuthPassword(c *server.Conn, salt []byte) (string, error) {
+// ok is false when the ciphertext does not decrypt with the server's key.
+func (p *authProvider) fullAuthPassword(c *server.Conn, salt []byte) (pw string, ok bool, err error) {
 	data, err := c.ReadPacket()
 	if err != nil {
-		return "", err
+		return "", false, err
 	}
-	if _, ok := c.Conn.Conn.(*tls.Conn); ok {
-		return string(bytes.TrimSuffix(data, []byte{0})), nil
+	if _, tlsConn := c.Conn.Conn.(*tls.Conn); tlsConn {
+		return string(bytes.TrimSuffix(data, []byte{0})), true, nil
 	}
 	if len(data) == 1 && data[0] == 0x02 { // request_public_key
 		pub, err := x509.MarshalPKIXPublicKey(&p.s.rsaKey.PublicKey)
 		if err != nil {
-			return "", err
+			return "", false, err
 		}
 		pkt := append([]byte{0, 0, 0, 0, 0x01}, pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pub})...)
 		if err := c.WritePacket(pkt); err != nil {
-			return "", err
+			return "", false, err
 		}
 		if data, err = c.ReadPacket(); err != nil {
-			return "", err
+			return "", false, err
 		}
 	}
 	plain, err := rsa.DecryptOAEP(sha1.New(), rand.Reader, p.s.rsaKey, data, nil)
 	if err != nil {
-		return "", server.ErrAccessDenied
+		return "", false, nil
 	}
 	for i := range plain {
 		plain[i] ^= salt[i%len(salt)]
 	}
-	return string(bytes.TrimSuffix(plain, []byte{0})), nil
+	return string(bytes.TrimSuffix(plain, []byte{0})), true, nil
+}
+
+// errLoginDenied is MySQL's 1045 for a failed login, naming the client's
+// host as mysqld resolves it (loopback: localhost).
+func errLoginDenied(c *server.Conn, usingPassword bool) error {
+	host := c.RemoteAddr().String()
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+		host = "localhost"
+	}
+	using := "YES"
+	if !usingPassword {
+		using = "NO"
+	}
+	return myErr(ErAccessDenied, "Access denied for user '%s'@'%s' (using password: %s)", c.GetUser(), host, using)
 }
 
 func writeAuthMore(c *server.Conn, status byte) error {
@@ -174,4 +199,44 @@ func (s *Server) sha2CacheStore(key, password string) {
 		s.sha2Cache = map[string][]byte{}
 	}
 	s.sha2Cache[key] = h2[:]
+}
+
+// The RSA key pair's files in the data directory, as
+// caching_sha2_password_private_key_path / _public_key_path default to.
+const (
+	rsaPrivateKeyFile = "private_key.pem"
+	rsaPublicKeyFile  = "public_key.pem"
+)
+
+// loadRSAKeyLocked is caching_sha2_password_auto_generate_rsa_keys=ON: the
+// key pair is read from the data directory, or written there at the first
+// start (after the checkpoint, so the directory is never mistaken for a
+// foreign one). So the public key a client holds (--server-public-key-path)
+// stays valid across restarts, as with mysqld.
+func (s *Server) loadRSAKeyLocked() error {
+	b, err := s.disk.readFile(rsaPrivateKeyFile)
+	if err == nil {
+		blk, _ := pem.Decode(b)
+		if blk == nil {
+			return errors.New("mysqlsim: " + rsaPrivateKeyFile + ": not PEM")
+		}
+		key, err := x509.ParsePKCS1PrivateKey(blk.Bytes)
+		if err != nil {
+			return fmt.Errorf("mysqlsim: %s: %w", rsaPrivateKeyFile, err)
+		}
+		s.rsaKey = key
+		return nil
+	}
+	if !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	pub, err := x509.MarshalPKIXPublicKey(&s.rsaKey.PublicKey)
+	if err != nil {
+		return err
+	}
+	priv := pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(s.rsaKey)})
+	if err := s.disk.writeFileAtomic(rsaPrivateKeyFile, priv); err != nil {
+		return err
+	}
+	return s.disk.writeFileAtomic(rsaPublicKeyFile, pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pub}))
 }

@@ -53,7 +53,7 @@ func (s *Server) peekLocked() error {
 // then apply the configuration and the SET PERSIST values. Nothing of the
 // previous run's memory is used: the state comes from the files alone.
 func (s *Server) bootLocked() error {
-	s.closeRedoLocked(true) // left open by a start that failed half-way
+	s.closeRedoLocked(true)                            // left open by a start that failed half-way
 	if err := s.rereadOptionFileLocked(); err != nil { // mycnf.go
 		return err
 	}

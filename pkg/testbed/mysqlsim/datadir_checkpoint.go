@@ -37,28 +37,28 @@ type diskTxn struct {
 // and the relay log of the default channel. The password is kept, as MySQL
 // keeps it in mysql.slave_master_info, so replication resumes after a restart.
 type diskChannel struct {
-	Host           string    `json:"host"`
-	Port           int       `json:"port"`
-	User           string    `json:"user"`
-	Password       string    `json:"password"`
-	AutoPosition   bool      `json:"autoPosition"`
-	SSL            bool      `json:"ssl"`
-	SSLVerify      bool      `json:"sslVerify"`
-	SSLCA          string    `json:"sslCa"`
-	SSLCert        string    `json:"sslCert"`
-	SSLKey         string    `json:"sslKey"`
-	ConnectRetry   int       `json:"connectRetry"`
-	RetryCount     int       `json:"retryCount"`
-	Delay          int       `json:"delay"`
-	GetPublicKey   bool      `json:"getPublicKey"`
-	Heartbeat      float64   `json:"heartbeat"`
-	IOWanted       bool      `json:"ioWanted"`
-	SQLWanted      bool      `json:"sqlWanted"`
+	Host           string  `json:"host"`
+	Port           int     `json:"port"`
+	User           string  `json:"user"`
+	Password       string  `json:"password"`
+	AutoPosition   bool    `json:"autoPosition"`
+	SSL            bool    `json:"ssl"`
+	SSLVerify      bool    `json:"sslVerify"`
+	SSLCA          string  `json:"sslCa"`
+	SSLCert        string  `json:"sslCert"`
+	SSLKey         string  `json:"sslKey"`
+	ConnectRetry   int     `json:"connectRetry"`
+	RetryCount     int     `json:"retryCount"`
+	Delay          int     `json:"delay"`
+	GetPublicKey   bool    `json:"getPublicKey"`
+	Heartbeat      float64 `json:"heartbeat"`
+	IOWanted       bool    `json:"ioWanted"`
+	SQLWanted      bool    `json:"sqlWanted"`
+	SourceUUID     string  `json:"sourceUuid"`
+	SourceServerID uint64  `json:"sourceServerId"`
 	// Applier is the applier metadata (relay_log.info); the relay log itself
 	// and Retrieved_Gtid_Set are read from the relay log files (relaylog.go).
 	Applier applierPos `json:"applier"`
-	SourceUUID     string    `json:"sourceUuid"`
-	SourceServerID uint64    `json:"sourceServerId"`
 }
 
 func toDiskTxn(t txn) diskTxn {

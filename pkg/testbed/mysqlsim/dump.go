@@ -41,9 +41,10 @@ type sourceSession struct {
 	replica *replicaRegistration
 	// dumpUUID is the replica UUID of a running dump; dumpEnd is closed to
 	// end it and dupEnded says why (a newer dump of the same replica).
-	dumpUUID string
-	dumpEnd  chan struct{}
-	dupEnded bool
+	dumpUUID     string
+	dumpServerID uint32
+	dumpEnd      chan struct{}
+	dupEnded     bool
 }
 
 // replicaRegistration is one COM_REGISTER_SLAVE (SHOW REPLICAS).
@@ -237,17 +238,20 @@ func (d *dumper) start() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	src := sess.source()
+	// An older dump of the same replica UUID, or without UUIDs of the same
+	// server id (Find_zombie_dump_thread), is a zombie: it ends.
 	uuid := sess.userVarString("replica_uuid", "slave_uuid")
-	if uuid != "" {
-		for _, o := range s.sessions {
-			if o != sess && o.src != nil && o.src.dumpEnd != nil && o.src.dumpUUID == uuid && !o.src.dupEnded {
-				o.src.dupEnded = true
-				close(o.src.dumpEnd)
-				s.log.Info("replica reconnected; ending its older dump", "replicaUUID", uuid, "connection", o.id)
-			}
+	for _, o := range s.sessions {
+		if o == sess || o.src == nil || o.src.dumpEnd == nil || o.src.dupEnded {
+			continue
+		}
+		if (uuid != "" && o.src.dumpUUID == uuid) || (uuid == "" && o.src.dumpUUID == "" && o.src.dumpServerID == d.req.serverID) {
+			o.src.dupEnded = true
+			close(o.src.dumpEnd)
+			s.log.Info("replica reconnected; ending its older dump", "replicaUUID", uuid, "connection", o.id)
 		}
 	}
-	src.dumpUUID, src.dumpEnd, src.dupEnded = uuid, d.end, false
+	src.dumpUUID, src.dumpServerID, src.dumpEnd, src.dupEnded = uuid, d.req.serverID, d.end, false
 	sess.command, sess.info, sess.state, sess.since = commandBinlogDumpGTID, "", "Starting", time.Now()
 	// The artificial rotate event before the format description carries a
 	// checksum only for a replica that announced CRC32 (NONE: it reads

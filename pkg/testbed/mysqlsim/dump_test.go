@@ -267,6 +267,18 @@ func TestDumpRefusals(t *testing.T) {
 	if g, err := binlogfile.EventGTID(ev); err != nil || g != rec.gtid {
 		t.Fatalf("the newer dump sent %v (%v), want %s", g, err, rec.gtid)
 	}
+
+	// Without replica UUIDs, the same server id makes the older a zombie.
+	first := dialReplica(t, srv.Addr(), simtest.ReplUser, simtest.ReplPass, setup[0])
+	first.dump(0, 11, executedSet(t, db))
+	first.until(35)
+	second := dialReplica(t, srv.Addr(), simtest.ReplUser, simtest.ReplPass, setup[0])
+	second.dump(0, 11, executedSet(t, db))
+	second.until(35)
+	for err = nil; err == nil; {
+		_, err = first.next(10 * time.Second)
+	}
+	want1236(t, err, "A replica with the same server_uuid/server_id as this replica has connected to the source")
 }
 
 // TestDumpTaggedGTIDs: a receiver's set in MySQL 8.3+'s tagged encoding is
@@ -362,9 +374,49 @@ func TestRelaxedDurabilitySendsWhatACrashLoses(t *testing.T) {
 			t.Fatalf("the syncer got %v, want %s", got, rec.gtid)
 		}
 		_, c2 := startSyncer(t, srv.Addr(), from.Add(rec.gtid), syncerOpts{serverID: 9200})
-		<-c2.done
+		select {
+		case <-c2.done:
+		case <-time.After(30 * time.Second):
+			t.Fatal("the source streams to a replica holding a GTID the source lost")
+		}
 		_, _, err := c2.snapshot()
 		want1236(t, err, "Replica has more GTIDs than the source has")
 		return
+	}
+}
+
+// TestDumpFrozenSendsNothing: while the source is frozen, or the
+// replica's program is partitioned off, a running dump sends nothing, not
+// even heartbeats; afterwards it goes on where it was.
+func TestDumpFrozenSendsNothing(t *testing.T) {
+	srv := simtest.Start(t, mysqlsim.Config{})
+	db := open(t, srv.Addr(), simtest.AdminUser, simtest.AdminPass, nil, false)
+	commit(t, db, "CREATE DATABASE d")
+	_, c := startSyncer(t, srv.Addr(), gtid.Set{}, syncerOpts{heartbeat: 50 * time.Millisecond})
+	waitFor(t, "heartbeats", func() bool { _, hb, _ := c.snapshot(); return len(hb) >= 2 })
+	for _, fault := range []struct {
+		name      string
+		cut, heal func()
+	}{
+		{"freeze", srv.Freeze, srv.Thaw},
+		// go-mysql's syncer sends no program_name attribute: the partition
+		// names the empty one (the test's other clients are idle meanwhile).
+		{"partition", func() { srv.Partition("") }, srv.Heal},
+	} {
+		fault.cut()
+		time.Sleep(100 * time.Millisecond) // a heartbeat already being written may still arrive
+		_, before, _ := c.snapshot()
+		time.Sleep(500 * time.Millisecond) // ten heartbeat periods
+		_, during, _ := c.snapshot()
+		fault.heal()
+		if len(during) != len(before) {
+			t.Errorf("%s: %d heartbeats arrived while cut off", fault.name, len(during)-len(before))
+		}
+		waitFor(t, fault.name+": heartbeats again", func() bool { _, hb, _ := c.snapshot(); return len(hb) > len(during) })
+	}
+	rec := commit(t, db, "CREATE DATABASE e")
+	waitFor(t, "the transaction after the faults", func() bool { return len(c.gtids(t)) == 2 })
+	if got := c.gtids(t); got[1] != rec.gtid.String() {
+		t.Fatalf("got %v after the faults, want %s last", got, rec.gtid)
 	}
 }

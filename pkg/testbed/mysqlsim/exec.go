@@ -182,7 +182,8 @@ func redactSecrets(sql string, toks []token) string {
 		}
 		prev, prev2 := toks[i-1], toks[i-2]
 		secret := prev.isPunct("=") && prev2.kind == tIdent && strings.HasSuffix(strings.ToUpper(prev2.text), "PASSWORD") ||
-			prev.isKw("BY") && prev2.isKw("IDENTIFIED")
+			prev.isKw("BY") && (prev2.isKw("IDENTIFIED") || i >= 4 && toks[i-3].isKw("WITH")) || // IDENTIFIED WITH plugin BY
+			prev.isKw("REPLACE") // ALTER USER ... REPLACE 'current password
 		if !secret {
 			continue
 		}

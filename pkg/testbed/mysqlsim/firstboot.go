@@ -83,7 +83,7 @@ func (s *Server) firstBootLocked() error {
 func (s *Server) entrypointEnv() (map[string]string, error) {
 	env := map[string]string{}
 	for _, name := range []string{"MYSQL_ROOT_PASSWORD", "MYSQL_ALLOW_EMPTY_PASSWORD", "MYSQL_RANDOM_ROOT_PASSWORD",
-		"MYSQL_ROOT_HOST", "MYSQL_DATABASE", "MYSQL_USER", "MYSQL_PASSWORD", "MYSQL_ONETIME_PASSWORD"} {
+		"MYSQL_ROOT_HOST", "MYSQL_DATABASE", "MYSQL_USER", "MYSQL_PASSWORD"} {
 		v, hasV := s.boot.Env[name]
 		f, hasF := s.boot.Env[name+"_FILE"]
 		switch {
@@ -255,7 +255,7 @@ func (s *Server) runScript(sess *session, name, text string) error {
 	for i, stmt := range stmts {
 		if _, err := s.exec(sess, stmt, false); err != nil {
 			// The statement is not quoted: it may hold a password.
-			return fmt.Errorf("mysqlsim: %s: statement %d: ERROR %w", name, i+1, err)
+			return fmt.Errorf("mysqlsim: %s: statement %d: %w", name, i+1, err)
 		}
 	}
 	return nil
@@ -275,4 +275,20 @@ func (s *Server) rootSession() (*session, error) {
 		gtidNext: "AUTOMATIC", killed: make(chan struct{}), command: "Query"}
 	sess.privs.Store(loginPrivs(a.clone()))
 	return sess, nil
+}
+
+// commitUnloggedLocked commits the data changes of a session with
+// sql_log_bin=0 (the image's root setup drops the test database that way):
+// applied and made durable by a checkpoint, with no GTID and no binary log
+// event, as MySQL commits them.
+func (s *Server) commitUnloggedLocked(ops []writeOp) error {
+	for _, op := range ops {
+		if op.kind == opAccount {
+			continue // account statements honour sql_log_bin themselves (grants.go)
+		}
+		s.st.apply(op)
+	}
+	s.saveLocked()
+	s.notifyLocked()
+	return nil
 }

@@ -108,8 +108,8 @@ var modelledOptions = map[string]optDef{
 		b.opts.values["admin-address"] = v.s
 		return nil
 	}},
-	"admin-port": {kind: optInt, min: 0, max: 65535},
-	"gtid-mode": {kind: optString, apply: onlyValue("gtid_mode", "ON")},
+	"admin-port":               {kind: optInt, min: 0, max: 65535},
+	"gtid-mode":                {kind: optString, apply: onlyValue("gtid_mode", "ON")},
 	"enforce-gtid-consistency": {kind: optString, apply: onlyValue("enforce_gtid_consistency", "ON", "TRUE", "1")},
 	"log-replica-updates": {kind: optBool, apply: func(b *optionBuild, v optValue) error {
 		if !v.b {
@@ -167,9 +167,9 @@ var modelledOptions = map[string]optDef{
 
 // optionAliases are MySQL 9.7's other spellings of modelled options.
 var optionAliases = map[string]string{
-	"skip-slave-start":    "skip-replica-start",
-	"log-slave-updates":   "log-replica-updates",
-	"slave-net-timeout":   "replica-net-timeout",
+	"skip-slave-start":  "skip-replica-start",
+	"log-slave-updates": "log-replica-updates",
+	"slave-net-timeout": "replica-net-timeout",
 }
 
 // acceptedOptions are MySQL 9.7 server options the simulator does not
@@ -252,7 +252,9 @@ func onlyValue(name string, ok ...string) func(*optionBuild, optValue) error {
 // errStartup is a reason mysqld stops at startup; the message is mysqld's.
 type errStartup struct{ msg string }
 
-func (e *errStartup) Error() string { return "[ERROR] [Server] " + e.msg + " [ERROR] [Server] Aborting" }
+func (e *errStartup) Error() string {
+	return "[ERROR] [Server] " + e.msg + " [ERROR] [Server] Aborting"
+}
 
 func errSettingValue(v, name string) error {
 	return &errStartup{msg: fmt.Sprintf("mysqld: Error while setting value '%s' to '%s'.", v, strings.ReplaceAll(name, "-", "_"))}

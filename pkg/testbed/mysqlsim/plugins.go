@@ -175,11 +175,11 @@ func findPlugin(name, lib string) (pluginDef, error) {
 
 // Plugin error numbers (include/mysqld_error.h).
 const (
-	ErUDFExists          = 1125 // ER_UDF_EXISTS: "Function '%s' already exists"
-	ErCantOpenLibrary    = 1126 // ER_CANT_OPEN_LIBRARY
-	ErCantFindDLEntry    = 1127 // ER_CANT_FIND_DL_ENTRY
-	ErSPDoesNotExist     = 1305 // ER_SP_DOES_NOT_EXIST: "%s %s does not exist"
-	ErPluginIsNotLoaded  = 1524 // ER_PLUGIN_IS_NOT_LOADED: "Plugin '%s' is not loaded"
+	ErUDFExists           = 1125 // ER_UDF_EXISTS: "Function '%s' already exists"
+	ErCantOpenLibrary     = 1126 // ER_CANT_OPEN_LIBRARY
+	ErCantFindDLEntry     = 1127 // ER_CANT_FIND_DL_ENTRY
+	ErSPDoesNotExist      = 1305 // ER_SP_DOES_NOT_EXIST: "%s %s does not exist"
+	ErPluginIsNotLoaded   = 1524 // ER_PLUGIN_IS_NOT_LOADED: "Plugin '%s' is not loaded"
 	ErPluginDeleteBuiltin = 1619 // ER_PLUGIN_DELETE_BUILTIN
 )
 

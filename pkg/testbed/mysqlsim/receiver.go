@@ -26,13 +26,12 @@ import (
 
 // Replication commands and flags (include/my_command.h, include/mysql.h).
 const (
-	comRegisterSlave     = 0x15
-	comBinlogDumpGTID    = 0x1e
-	binlogThroughGTID    = 0x04
-	useHeartbeatEventV2  = 0x02
-	erReplicaFatalError  = 13117 // ER_REPLICA_FATAL_ERROR
-	crServerLost         = 2013  // CR_SERVER_LOST
-	crServerLostExtended = 2013
+	comRegisterSlave    = 0x15
+	comBinlogDumpGTID   = 0x1e
+	binlogThroughGTID   = 0x04
+	useHeartbeatEventV2 = 0x02
+	erReplicaFatalError = 13117 // ER_REPLICA_FATAL_ERROR
+	crServerLost        = 2013  // CR_SERVER_LOST
 )
 
 // errReceiverFatal is a receiver error that stops the thread instead of

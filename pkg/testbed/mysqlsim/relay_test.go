@@ -93,8 +93,9 @@ func TestStreamingSurvivesRestartsOfEitherSide(t *testing.T) {
 	for _, l := range strings.Fields(string(idx)) {
 		names = append(names, filepath.Base(l))
 	}
-	if len(names) == 0 {
-		t.Fatal("relay log index lists no file")
+	if len(names) != 1 {
+		// every start began a file; relay_log_purge removed those applied
+		t.Fatalf("relay log index lists %v; want only the file the applier reads", names)
 	}
 	for _, n := range names {
 		fc, err := binlogfile.ReadRelayFile(filepath.Join(dir, n))
@@ -342,6 +343,15 @@ func TestDropRelayLogLosesTheUnappliedTail(t *testing.T) {
 			if n := committedRows(t, adminDB(t, rep)); n != 2 {
 				t.Fatalf("replica holds %d rows, want the 2 it applied", n)
 			}
+			// the files lost them too: a restart reads nothing of them back
+			rep.Crash()
+			if err := rep.Restart(); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(500 * time.Millisecond)
+			if s := rep.Snapshot(); !s.Retrieved.Intersect(unapplied).IsEmpty() || !s.Executed.Equal(applied) {
+				t.Fatalf("after a restart: %s; want executed %s and nothing of %s", s, applied.OneLine(), unapplied.OneLine())
+			}
 		})
 	}
 }
@@ -448,4 +458,137 @@ func TestReceiverRefusesASourceWithItsOwnServerID(t *testing.T) {
 	if cs := connStatus(t, db); cs["LAST_ERROR_NUMBER"] != "13117" || cs["SERVICE_STATE"] != "OFF" {
 		t.Fatalf("replication_connection_status: %v", cs)
 	}
+}
+
+// TestApplierErrorInWorkerTable: a transaction that cannot apply stops the
+// applier; the worker row names it and its error, as MySQL's does.
+func TestApplierErrorInWorkerTable(t *testing.T) {
+	src := simtest.Start(t, mysqlsim.Config{})
+	rep := simtest.Start(t, mysqlsim.Config{})
+	db := adminDB(t, rep)
+	replicate(t, rep, src, "")
+	rep.InjectErrantTransactions(1) // creates bloodraven_errant on the replica
+	before := src.Snapshot().Executed
+	mustExec(t, adminDB(t, src), "CREATE DATABASE bloodraven_errant")
+	g := src.Snapshot().Executed.Subtract(before)
+	eventually(t, 10*time.Second, "the applier stopping", func() (bool, string) {
+		ws := workerStatus(t, db)
+		return ws["SERVICE_STATE"] == "OFF" && ws["LAST_ERROR_NUMBER"] == "1007", fmt.Sprint(ws)
+	})
+	ws := workerStatus(t, db)
+	if !strings.HasPrefix(ws["LAST_ERROR_MESSAGE"], "Worker 1 failed executing transaction '"+g.String()+"'") ||
+		!strings.Contains(ws["LAST_ERROR_MESSAGE"], "database exists") || ws["LAST_ERROR_TIMESTAMP"] == noTimestamp {
+		t.Fatalf("worker error: %v", ws)
+	}
+	if st := replicaStatus(t, db); st.get("Last_SQL_Errno") != "1007" || !strings.Contains(st.get("Last_SQL_Error"), ws["LAST_ERROR_MESSAGE"]) {
+		t.Fatalf("SHOW REPLICA STATUS: %s %s", st.get("Last_SQL_Errno"), st.get("Last_SQL_Error"))
+	}
+}
+
+// TestTaggedGTIDsReplicate: tagged GTIDs (MySQL 8.3+) arrive as type 42
+// events and, after a restart, go back to the source in the dump request's
+// tagged encoding.
+func TestTaggedGTIDsReplicate(t *testing.T) {
+	src := simtest.Start(t, mysqlsim.Config{})
+	rep := simtest.Start(t, mysqlsim.Config{})
+	srcDB := adminDB(t, src)
+	writeRows(t, srcDB, 1)
+	conn, err := srcDB.Conn(ctx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	tagged := src.ServerUUID() + ":bloodraven:1"
+	for _, q := range []string{"SET gtid_next = '" + tagged + "'", "INSERT INTO app.events (id, note) VALUES (7, 'tagged')", "SET gtid_next = 'AUTOMATIC'"} {
+		if _, err := conn.ExecContext(ctx(t), q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	replicate(t, rep, src, "")
+	sameData(t, src, rep)
+	if !gtid.MustParse(tagged).IsSubsetOf(rep.Snapshot().Executed) {
+		t.Fatalf("replica lacks %s: %s", tagged, rep.Snapshot())
+	}
+	if err := rep.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	writeRows(t, srcDB, 1)
+	sameData(t, src, rep)
+	if st := replicaStatus(t, adminDB(t, rep)); st.get("Last_IO_Errno") != "0" || st.get("Replica_IO_Running") != "Yes" {
+		t.Fatalf("after a restart with a tagged set: %s %s", st.get("Replica_IO_Running"), st.get("Last_IO_Error"))
+	}
+}
+
+// TestRelayLogRotatesAndPurges: past max_relay_log_size a new relay log
+// file starts (whole transactions per file, each file's Previous_gtids
+// chaining them); the files survive a restart as the unapplied
+// transactions, and relay_log_purge deletes them once applied.
+func TestRelayLogRotatesAndPurges(t *testing.T) {
+	src := simtest.Start(t, mysqlsim.Config{})
+	rep := simtest.Start(t, mysqlsim.Config{})
+	db := adminDB(t, rep)
+	mustExec(t, db, "SET GLOBAL max_relay_log_size = 4096")
+	mustExec(t, db, "SET GLOBAL sync_relay_log = 1")
+	writeRows(t, adminDB(t, src), 1)
+	replicate(t, rep, src, "")
+	sameData(t, src, rep)
+	if err := rep.InjectApplyLag(time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	before := src.Snapshot().Executed
+	writeRows(t, adminDB(t, src), 60)
+	unapplied := src.Snapshot().Executed.Subtract(before)
+	eventually(t, 10*time.Second, "received", func() (bool, string) {
+		return unapplied.IsSubsetOf(rep.Snapshot().Retrieved), rep.Snapshot().String()
+	})
+	files := relayFiles(t, rep)
+	if len(files) < 3 {
+		t.Fatalf("%d relay log files for 60 transactions at max_relay_log_size=4096", len(files))
+	}
+	var got gtid.Set
+	for i, fc := range files {
+		if i > 0 && !fc.Previous.Equal(got.Union(files[0].Previous)) {
+			t.Fatalf("%s: Previous_gtids %s, want what the earlier files held %s", fc.Name, fc.Previous.OneLine(), got.OneLine())
+		}
+		for _, tx := range fc.Txns {
+			got = got.Add(tx.GTID)
+		}
+		if fc.ValidEnd != fc.Size {
+			t.Fatalf("%s: a transaction split across files (valid end %d of %d)", fc.Name, fc.ValidEnd, fc.Size)
+		}
+	}
+	if !unapplied.IsSubsetOf(got) {
+		t.Fatalf("the relay log files hold %s, received %s", got.OneLine(), unapplied.OneLine())
+	}
+	src.Crash()
+	if err := rep.Restart(); err != nil { // lag gone: applies from its files alone
+		t.Fatal(err)
+	}
+	waitExecuted(t, rep, unapplied, "applied from the relay log files")
+	if n := committedRows(t, db); n != 61 {
+		t.Fatalf("replica holds %d rows, the source's clients committed 61", n)
+	}
+	eventually(t, 5*time.Second, "applied files purged", func() (bool, string) {
+		fs := relayFiles(t, rep)
+		return len(fs) == 1, fmt.Sprint(len(fs))
+	})
+}
+
+// relayFiles reads the replica's relay log files in index order.
+func relayFiles(t *testing.T, rep *mysqlsim.Server) []*binlogfile.FileContents {
+	t.Helper()
+	dir := rep.BinlogDir()
+	idx, err := os.ReadFile(filepath.Join(dir, rep.Name()+"-relay-bin.index"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []*binlogfile.FileContents
+	for _, l := range strings.Fields(string(idx)) {
+		fc, err := binlogfile.ReadRelayFile(filepath.Join(dir, filepath.Base(l)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, fc)
+	}
+	return out
 }

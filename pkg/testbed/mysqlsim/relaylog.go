@@ -22,7 +22,7 @@ import (
 // transaction and where it lies in the relay log and in the source's binary
 // log.
 type relayTxn struct {
-	txn                 // gtid, ops (row changes), committed = original commit
+	txn                       // gtid, ops (row changes), committed = original commit
 	query     []binlogfile.Op // Query events other than BEGIN/COMMIT, run by their text
 	immediate time.Time
 	file      string // relay log file, start and end position
@@ -153,6 +153,10 @@ func (s *Server) openRelayLogLocked() {
 			s.log.Error("removing the relay log failed", "err", err.Error())
 		}
 		ch.relay, ch.retrieved = nil, gtid.Set{}
+		// the applier continues at the new relay log's start; its source
+		// coordinates are where the receiver resumes
+		ch.applier.RelayFile, ch.applier.RelayPos = "", 0
+		ch.srcFile, ch.srcPos = ch.applier.SourceFile, ch.applier.SourcePos
 		s.log.Info("relay log recovery: relay log discarded, receiver restarts from the applier's position",
 			"unappliedTransactionsDiscarded", lost)
 	} else {
@@ -201,7 +205,7 @@ func (s *Server) readRelayLogLocked(rl *binlogfile.RelayLog, ch *channel, cut bo
 				continue
 			}
 			c := coords[t.End]
-			_ = c
+			ch.relay = append(ch.relay, newRelayTxn(t.Txn, fc.Name, t.Start, t.End, c.file, c.pos))
 		}
 	}
 }

@@ -235,6 +235,9 @@ func (s *Server) execChangeSource(sess *session, c *cursor) error {
 	// relay log (MySQL manual, CHANGE REPLICATION SOURCE TO): what was
 	// received but not applied is gone, and Retrieved_Gtid_Set restarts.
 	s.st.repl = ch
+	// COUNT_RECEIVED_HEARTBEATS counts since the last restart, reset or
+	// CHANGE REPLICATION SOURCE TO (manual, replication_connection_status)
+	ch.stats.heartbeats, ch.stats.lastHeartbeat = 0, time.Time{}
 	if purgeRelayLog {
 		s.discardRelayLogLocked()
 	}

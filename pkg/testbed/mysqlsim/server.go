@@ -160,17 +160,17 @@ type Server struct {
 	// fencesPending counts SET GLOBAL read_only/super_read_only statements
 	// waiting for open transactions; new writes wait behind them.
 	fencesPending int
-	admin         adminListener // admin.go
-	conns         connLimit     // connlimit.go
-	rollback      rollbackFault // rollback.go
-	binlog        binlogFiles   // binlog.go
+	admin         adminListener     // admin.go
+	conns         connLimit         // connlimit.go
+	rollback      rollbackFault     // rollback.go
+	binlog        binlogFiles       // binlog.go
 	rsaKey        *rsa.PrivateKey   // caching_sha2_password's key pair for plain connections (auth.go)
 	sha2Cache     map[string][]byte // caching_sha2_password's cache: account -> SHA256(SHA256(pw)); emptied at every start
 	// given is the Config as passed to New; ext what the option file,
 	// the first boot, plugins and transport keep (mycnf.go).
 	given Config
 	ext   bootState
-	wg            sync.WaitGroup
+	wg    sync.WaitGroup
 }
 
 // New validates cfg and creates a server; call Start to listen.
@@ -179,7 +179,8 @@ func New(cfg Config) (*Server, error) {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	given := cfg
-	cfg, opts, err := applyOptionFile(cfg, cfg.Logger) // mycnf.go
+	// mycnf.go; its notes are logged by every boot, which reads it again
+	cfg, opts, err := applyOptionFile(cfg, slog.New(slog.DiscardHandler))
 	if err != nil {
 		return nil, err
 	}
@@ -284,6 +285,10 @@ func (s *Server) Start() error {
 	if err := s.bootLocked(); err != nil {
 		return fmt.Errorf("mysqlsim %s: start: %w", s.cfg.Name, err)
 	}
+	if err := s.loadRSAKeyLocked(); err != nil { // auth.go: the key pair in the data directory
+		s.closeRedoLocked(true)
+		return fmt.Errorf("mysqlsim %s: start: %w", s.cfg.Name, err)
+	}
 	addr := s.cfg.Addr
 	if s.addr != "" {
 		addr = s.addr // a restart keeps the port, like a restarted mysqld
@@ -302,8 +307,8 @@ func (s *Server) Start() error {
 	s.sha2Cache = nil // the authentication cache does not survive a restart
 	s.ln, s.addr, s.running = ln, ln.Addr().String(), true
 	s.stopped = make(chan struct{})
-	s.binlogFileSetLocked() // mysqld opens a new binary log at every start
-	s.openRelayLogLocked()  // and reads back its relay log (relay_log_recovery)
+	s.binlogFileSetLocked()                     // mysqld opens a new binary log at every start
+	s.openRelayLogLocked()                      // and reads back its relay log (relay_log_recovery)
 	if err := s.firstBootLocked(); err != nil { // firstboot.go: the image's entrypoint on an empty data directory
 		s.shutdownLocked(true)
 		return fmt.Errorf("mysqlsim %s: first boot: %w", s.cfg.Name, err)
@@ -461,7 +466,7 @@ type session struct {
 	// sqlLogBinOff is SET sql_log_bin = 0: the session's account statements
 	// are not written to the binary log.
 	sqlLogBinOff bool
-	privs    atomic.Pointer[sessionPrivs]
+	privs        atomic.Pointer[sessionPrivs]
 	// gtidNextUsed is set once a transaction committed with an explicit
 	// gtid_next; MySQL then refuses further transactions until it is set again.
 	gtidNextUsed bool
@@ -486,4 +491,3 @@ func (sess *session) kill() {
 		sess.conn.Close()
 	})
 }
-

@@ -186,10 +186,11 @@ func (s *Server) runReceiver(ch *channel, stop chan struct{}) {
 		ch.lastIOError = fmt.Sprintf("Error connecting to source '%s'. This was attempt %d/%d, with a delay of %d seconds between attempts. Message: %s",
 			rc.display, attempts, rc.retryCount, int(rc.retry/time.Second), msg)
 		ch.lastIOErrorTime = time.Now()
+		lastErr := ch.lastIOError
 		s.notifyLocked()
 		s.mu.Unlock()
 		if attempts >= rc.retryCount {
-			s.receiverFailed(ch, stop, errno, ch.lastIOError)
+			s.receiverFailed(ch, stop, errno, lastErr)
 			return
 		}
 		if streamed {
@@ -449,9 +450,11 @@ func (s *Server) applierFailedLocked(ch *channel, stop chan struct{}, t relayTxn
 	if ch.sqlStop != stop {
 		return
 	}
+	// the worker's error (replication_applier_status_by_worker) and the
+	// coordinator's, which quotes it (SHOW REPLICA STATUS)
+	ch.stats.applyErr = fmt.Sprintf("Worker 1 failed executing transaction '%s' at source log %s, end_log_pos %d; Error '%s' on query.", t.gtid, t.srcFile, t.srcEnd, err.Message)
 	ch.lastSQLErrno, ch.lastSQLError, ch.lastSQLErrorTime = int(err.Code),
-		fmt.Sprintf("Coordinator stopped because there were error(s) in the worker(s). The most recent failure being: Worker 1 failed executing transaction '%s' at source log %s, end_log_pos %d; Error '%s' on query.", t.gtid, t.srcFile, t.srcEnd, err.Message), time.Now()
-	ch.stats.applyErr = ch.lastSQLError
+		"Coordinator stopped because there were error(s) in the worker(s). The most recent failure being: "+ch.stats.applyErr, time.Now()
 	ch.stats.applying = trxStamp{}
 	ch.sqlWanted = false
 	s.stopApplierLocked(ch)

@@ -18,9 +18,9 @@ import (
 
 // Transport error numbers (include/mysqld_error.h).
 const (
-	ErSecureTransportRequired     = 3159 // ER_SECURE_TRANSPORT_REQUIRED
+	ErSecureTransportRequired      = 3159 // ER_SECURE_TRANSPORT_REQUIRED
 	ErNoSecureTransportsConfigured = 3160 // ER_NO_SECURE_TRANSPORTS_CONFIGURED
-	ErDASSLLibraryError           = 3888 // ER_DA_SSL_LIBRARY_ERROR
+	ErDASSLLibraryError            = 3888 // ER_DA_SSL_LIBRARY_ERROR
 )
 
 // transportState is guarded by Server.mu.

@@ -80,6 +80,9 @@ func (s *Server) commitLocked(sess *session, ops []writeOp) error {
 	if !s.running || sess.gen != s.gen { // the server crashed under this statement
 		return myErr(ErQueryInterrupted, "Query execution was interrupted")
 	}
+	if sess.sqlLogBinOff { // sql_log_bin=0: no GTID, no binary log event (firstboot.go)
+		return s.commitUnloggedLocked(ops)
+	}
 	var g gtid.GTID
 	if sess.gtidNext == "AUTOMATIC" {
 		sid := gtid.SID{UUID: s.cfg.ServerUUID}

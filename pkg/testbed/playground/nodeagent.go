@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net/http"
 	"path/filepath"
-	"strconv"
 	"sync"
 	"time"
 
@@ -35,7 +34,6 @@ type NodeAgent struct {
 	group     string
 	dir       string
 	mapPath   string
-	usersFile string
 	operator  string // host:port of the operator's auxiliary listener
 	log       *slog.Logger
 	interval  time.Duration
@@ -63,7 +61,9 @@ type siteRuntime struct {
 	// administrative interface (admin_address:admin_port), chosen once so
 	// that it stays what the sidecar was told across restarts.
 	dataDir, simControl, simAdmin string
-	ready                         bool
+	// fs is the mysqld container's filesystem of the pod (podfs.go).
+	fs    *podFS
+	ready bool
 	// restarts counts data-plane (re)starts, for the e2e tests.
 	starts int
 }
@@ -78,8 +78,6 @@ type AgentConfig struct {
 	Dir string
 	// AddressMapPath is the development site-address map every process reads.
 	AddressMapPath string
-	// UsersFile lists the simulators' MySQL accounts.
-	UsersFile string
 	// OperatorAuxiliaryAddr is the operator's :8082 listener for sidecars.
 	OperatorAuxiliaryAddr string
 	Logger                *slog.Logger
@@ -89,7 +87,7 @@ type AgentConfig struct {
 func NewNodeAgent(cfg AgentConfig) *NodeAgent {
 	a := &NodeAgent{
 		kube: cfg.Kube, namespace: cfg.Namespace, group: cfg.Group, dir: cfg.Dir,
-		mapPath: cfg.AddressMapPath, usersFile: cfg.UsersFile, operator: cfg.OperatorAuxiliaryAddr,
+		mapPath: cfg.AddressMapPath, operator: cfg.OperatorAuxiliaryAddr,
 		log: cfg.Logger, interval: 300 * time.Millisecond, sites: map[string]*siteRuntime{},
 	}
 	for _, s := range cfg.Sites {
@@ -105,12 +103,17 @@ func (a *NodeAgent) Run(ctx context.Context) {
 	a.serveControlFronts(ctx)
 	t := time.NewTicker(a.interval)
 	defer t.Stop()
+	var refreshed time.Time
 	for {
 		if err := a.syncClaims(ctx); err != nil && ctx.Err() == nil {
 			a.log.Warn("node agent: claims", "err", err.Error())
 		}
 		if err := a.syncPods(ctx); err != nil && ctx.Err() == nil {
 			a.log.Warn("node agent: pods", "err", err.Error())
+		}
+		if time.Since(refreshed) >= volumeRefreshInterval {
+			a.refreshVolumes(ctx)
+			refreshed = time.Now()
 		}
 		select {
 		case <-ctx.Done():
@@ -240,6 +243,11 @@ func (a *NodeAgent) startSiteLocked(ctx context.Context, s *siteRuntime, pod *co
 		return err
 	}
 	s.held, s.dataDir = false, a.podDataDir(pod)
+	fs, err := a.preparePodFS(ctx, pod, s.dataDir)
+	if err != nil {
+		return err
+	}
+	s.fs = fs
 	if err := a.startSimLocked(s); err != nil {
 		return err
 	}
@@ -297,15 +305,19 @@ func (a *NodeAgent) startSimLocked(s *siteRuntime) error {
 		s.simAdmin = fmt.Sprintf("127.0.0.1:%d", admin)
 	}
 	args := []string{
-		"-listen", s.plan.MySQLAddr, "-name", s.plan.Name,
-		"-server-id", strconv.FormatInt(s.plan.ServerID, 10), "-server-uuid", s.plan.ServerUUID,
-		"-users-file", a.usersFile, "-site-addresses", a.mapPath,
-		"-datadir", s.dataDir,
-		"-admin-addr", s.simAdmin, // my.cnf's admin_address and admin_port
+		// What the pod gives mysqld (podfs.go): the image's /etc/my.cnf,
+		// which includes the rendered ConfigMap, the mounted Secrets, the
+		// data volume, the container's environment and the image's init
+		// directory. Everything mysqld is configured with comes from there.
+		"-root", s.fs.root, "-defaults-file", "/etc/my.cnf", "-env-file", s.fs.envFile,
+		"-initdb-dir", render.InitDBDir,
+		// What only the playground needs: host ports in place of the pod's
+		// network (port 3306 and my.cnf's admin_address:admin_port), the
+		// address map, the fault API, a name for the logs and a fixed
+		// server_uuid (auto.cnf's at first boot).
+		"-listen", s.plan.MySQLAddr, "-admin-addr", s.simAdmin,
+		"-name", s.plan.Name, "-server-uuid", s.plan.ServerUUID, "-site-addresses", a.mapPath,
 		"-control-addr", s.simControl, // behind the agent's fault API (simcontrol.go)
-		// As the rendered my.cnf starts mysqld: fenced, and replication
-		// stopped, until the operator says otherwise.
-		"-super-read-only", "-skip-replica-start",
 		// No supervisor in a container: a clone ends with 3707 and a
 		// restart, as the kubelet restarts the mysqld container.
 		"-unsupervised",
@@ -363,6 +375,11 @@ func (a *NodeAgent) sidecarEnv(ctx context.Context, pod *corev1.Pod) ([]string, 
 	if c == nil {
 		return nil, fmt.Errorf("no %s container", render.ContainerSidecar)
 	}
+	return a.containerEnv(ctx, pod, c)
+}
+
+// containerEnv resolves a container's environment as a kubelet would.
+func (a *NodeAgent) containerEnv(ctx context.Context, pod *corev1.Pod, c *corev1.Container) ([]string, error) {
 	var out []string
 	for _, e := range c.Env {
 		v, err := a.envValue(ctx, pod, e)
@@ -527,3 +544,23 @@ func waitHTTP(url string, timeout time.Duration, p *framework.Process) error {
 
 func ptrInt64(v int64) *int64 { return &v }
 func ptrBool(v bool) *bool    { return &v }
+
+// volumeRefreshInterval is how often mounted ConfigMaps and Secrets are
+// brought up to date: the kubelet's sync period is about a minute; the
+// playground is faster so that a renewed certificate shows soon.
+const volumeRefreshInterval = 5 * time.Second
+
+// refreshVolumes re-projects the mounted ConfigMaps and Secrets of every
+// running site whose objects changed (podfs.go).
+func (a *NodeAgent) refreshVolumes(ctx context.Context) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, s := range a.sites {
+		if s.fs == nil || s.podUID == "" {
+			continue
+		}
+		if err := a.refreshPodFS(ctx, a.namespace, s.fs); err != nil && ctx.Err() == nil {
+			a.log.Warn("node agent: refresh mounted volumes", "site", s.plan.Name, "err", err.Error())
+		}
+	}
+}

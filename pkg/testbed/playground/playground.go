@@ -14,7 +14,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -266,9 +265,10 @@ func (p *Playground) applySamples(ctx context.Context, files ...string) error {
 	return nil
 }
 
-// writeFiles writes the site-address map, the simulators' accounts (from
-// the sample Secrets, as the operator will read them) and the operator's
-// TLS certificate.
+// writeFiles writes the site-address map and the operator's TLS
+// certificate. The simulators' accounts come from the pods: the root
+// password and the operator's init script Secret (render.InitDBSecret)
+// create them at each site's first boot.
 func (p *Playground) writeFiles(ctx context.Context) error {
 	m, err := addressMap(p.Namespace, p.Group, p.Sites)
 	if err != nil {
@@ -276,35 +276,6 @@ func (p *Playground) writeFiles(ctx context.Context) error {
 	}
 	p.mapPath = filepath.Join(p.Dir, "dev-site-addresses")
 	if err := m.WriteFile(p.mapPath); err != nil {
-		return err
-	}
-	var lines []string
-	get := func(secret string) (map[string][]byte, error) {
-		s, err := p.CP.Client().CoreV1().Secrets(p.Namespace).Get(ctx, secret, metav1.GetOptions{})
-		if err != nil {
-			return nil, err
-		}
-		return s.Data, nil
-	}
-	g, err := loadGroup(filepath.Join(p.cfg.SamplesDir, "mysqlfailovergroup.yaml"))
-	if err != nil {
-		return err
-	}
-	op, err := get(g.Spec.Credentials.OperatorSecretName)
-	if err != nil {
-		return err
-	}
-	lines = append(lines, fmt.Sprintf("%s:%s:caching_sha2_password:admin", op["username"], op["password"]))
-	if root := op["MYSQL_ROOT_PASSWORD"]; len(root) > 0 {
-		lines = append(lines, fmt.Sprintf("root:%s:caching_sha2_password:admin", root))
-	}
-	if u, p := op["MYSQL_REPLICATION_USER"], op["MYSQL_REPLICATION_PASSWORD"]; len(u) > 0 {
-		lines = append(lines, fmt.Sprintf("%s:%s:caching_sha2_password:repl", u, p))
-	}
-	if app, err := get(g.Spec.Credentials.AppSecretName); err == nil {
-		lines = append(lines, fmt.Sprintf("%s:%s:caching_sha2_password:app", app["username"], app["password"]))
-	}
-	if err := os.WriteFile(p.usersFile(), []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
 		return err
 	}
 	p.CAFile = filepath.Join(p.Dir, "operator-tls.crt")
@@ -333,8 +304,6 @@ func (p *Playground) startLinks() error {
 	p.links = l
 	return nil
 }
-
-func (p *Playground) usersFile() string { return filepath.Join(p.Dir, "mysql-users") }
 
 // startOperator starts bin/bloodraven with the admin kubeconfig, the
 // address map and the deploy API on the self-signed certificate.
@@ -397,7 +366,7 @@ func (p *Playground) KillOperator() error {
 func (p *Playground) startAgent() {
 	p.agent = NewNodeAgent(AgentConfig{
 		Kube: p.CP.Client(), Namespace: p.Namespace, Group: p.Group, Sites: p.Sites, Dir: p.Dir,
-		AddressMapPath: p.mapPath, UsersFile: p.usersFile(), OperatorAuxiliaryAddr: p.AuxAddr, Logger: p.log,
+		AddressMapPath: p.mapPath, OperatorAuxiliaryAddr: p.AuxAddr, Logger: p.log,
 	})
 	if p.links != nil {
 		p.agent.sidecarMaps, p.agent.sidecarOperator = p.links.sidecarMaps, p.links.sidecarOperator

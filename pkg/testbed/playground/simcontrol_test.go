@@ -33,10 +33,6 @@ func TestFaultAPICrashKillsAndRestartRecovers(t *testing.T) {
 		t.Fatalf("build: %v\n%s", err, out)
 	}
 	t.Setenv("BIN_DIR", bin)
-	users := filepath.Join(t.TempDir(), "users")
-	if err := os.WriteFile(users, []byte("op:pw:caching_sha2_password:admin\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
 	ports := make([]int, 2)
 	for i := range ports {
 		p, err := framework.FreePort()
@@ -47,7 +43,7 @@ func TestFaultAPICrashKillsAndRestartRecovers(t *testing.T) {
 	}
 	plan := SitePlan{Name: "iad", ServerID: 1, ServerUUID: uuidFor("test/iad"),
 		MySQLAddr: fmt.Sprintf("127.0.0.1:%d", ports[0]), ControlAddr: fmt.Sprintf("127.0.0.1:%d", ports[1])}
-	a := NewNodeAgent(AgentConfig{Sites: []SitePlan{plan}, Dir: t.TempDir(), UsersFile: users,
+	a := NewNodeAgent(AgentConfig{Sites: []SitePlan{plan}, Dir: t.TempDir(),
 		Logger: slog.New(slog.DiscardHandler)})
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(func() { cancel(); a.stopAll() })
@@ -55,6 +51,7 @@ func TestFaultAPICrashKillsAndRestartRecovers(t *testing.T) {
 	s := a.sites["iad"]
 	a.mu.Lock()
 	s.dataDir = filepath.Join(a.dir, "volumes", "data-iad", "mysql")
+	s.fs = testPodFS(t, s.dataDir)
 	err := a.startSimLocked(s)
 	first := s.sim
 	a.mu.Unlock()
@@ -122,4 +119,36 @@ func call(t *testing.T, method, url string) (int, string) {
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(b)
+}
+
+// testPodFS lays out a pod's mysqld filesystem as preparePodFS would from
+// the rendered objects: the image's my.cnf, a my.cnf in conf.d, an init
+// script creating the test's account and fencing the server, the root
+// password, and the data volume.
+func testPodFS(t *testing.T, dataDir string) *podFS {
+	t.Helper()
+	base := t.TempDir()
+	fs := &podFS{root: filepath.Join(base, "root"), envFile: filepath.Join(base, "mysqld.env")}
+	for path, text := range map[string]string{
+		"etc/my.cnf":                        imageMyCnf,
+		"etc/mysql/conf.d/site.cnf":         "[mysqld]\nserver-id = 1\nread-only = ON\nskip-replica-start = ON\npid-file = /var/lib/mysql/mysqld.pid\n",
+		"docker-entrypoint-initdb.d/10.sql": "SET sql_log_bin = 0;\nCREATE USER 'op'@'%' IDENTIFIED BY 'pw';\nGRANT ALL ON *.* TO 'op'@'%' WITH GRANT OPTION;\nSET PERSIST super_read_only = ON;\n",
+	} {
+		if err := writeFile(filepath.Join(fs.root, path), []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := writeFile(fs.envFile, []byte("MYSQL_ROOT_PASSWORD=rootpw\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(dataDir, 0o750); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(fs.root, "var/lib"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(dataDir, filepath.Join(fs.root, "var/lib/mysql")); err != nil {
+		t.Fatal(err)
+	}
+	return fs
 }

@@ -113,6 +113,7 @@ func sample(t *testing.T) *v1alpha1.MysqlFailoverGroup {
 func (e *env) createGroup(g *v1alpha1.MysqlFailoverGroup) *v1alpha1.MysqlFailoverGroup {
 	e.t.Helper()
 	g.Namespace = e.ns
+	e.createCredentials(g)
 	out, err := e.ship.ShipstreamV1alpha1().MysqlFailoverGroups(e.ns).Create(ctxFor(e.t, 10*time.Second), g, metav1.CreateOptions{})
 	if err != nil {
 		e.t.Fatalf("create group: %v", err)
@@ -320,4 +321,23 @@ func removeDNSCRD(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// createCredentials creates the credential Secrets g names, unless they
+// exist: the first-boot init script is rendered from them.
+func (e *env) createCredentials(g *v1alpha1.MysqlFailoverGroup) {
+	e.t.Helper()
+	for _, sec := range []struct{ name, user string }{
+		{g.Spec.Credentials.OperatorSecretName, "bloodraven"}, {g.Spec.Credentials.AppSecretName, "app"},
+	} {
+		if sec.name == "" {
+			continue
+		}
+		obj := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: sec.name, Namespace: e.ns}, StringData: map[string]string{
+			"username": sec.user, "password": sec.user + "-pw", "MYSQL_ROOT_PASSWORD": "root-pw",
+		}}
+		if _, err := e.kube.CoreV1().Secrets(e.ns).Create(ctxFor(e.t, 10*time.Second), obj, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			e.t.Fatalf("create Secret %s: %v", sec.name, err)
+		}
+	}
 }

@@ -65,7 +65,7 @@ func TestSampleGroupLifecycle(t *testing.T) {
 		cm, _ := e.kube.CoreV1().ConfigMaps(e.ns).Get(context.Background(), render.ConfigMapName(g.Name, s), metav1.GetOptions{})
 		checkOwned(t, g, cm.ObjectMeta)
 		cnf := cm.Data["bloodraven.cnf"]
-		for _, want := range []string{fmt.Sprintf("server-id = %d\n", 101+i), "gtid-mode = ON\n", "super-read-only = ON\n",
+		for _, want := range []string{fmt.Sprintf("server-id = %d\n", 101+i), "gtid-mode = ON\n", "read-only = ON\n", "plugin-load-add = mysql_clone.so\n",
 			"replica-preserve-commit-order = ON\n", "log-bin-trust-function-creators = 1\n", "max-connections = 500\n"} {
 			if !strings.Contains(cnf, want) {
 				t.Errorf("site %s my.cnf lacks %q", s, want)

@@ -320,7 +320,7 @@ func TestFailoverResumesAfterOperatorCrash(t *testing.T) {
 			select {
 			case id = <-killed:
 			case <-time.After(waitFor):
-				t.Fatalf("step %s never recorded", step)
+				t.Fatalf("step %s never recorded; Degraded: %s", step, condition(e.get(), v1alpha1.ConditionDegraded).Message)
 			}
 			first.stop()
 			stored := e.get()

@@ -19,7 +19,11 @@ import (
 	"github.com/shipstream/bloodraven/pkg/testbed/mysqlsim"
 )
 
-// Test accounts every server started by Start has.
+// Test accounts every server started by Start has: created at its first
+// boot as 'name'@'%' with the grants of their role shorthand (admin: ALL
+// PRIVILEGES WITH GRANT OPTION; app: data privileges; repl: REPLICATION
+// SLAVE, REPLICATION CLIENT, BACKUP_ADMIN, CLONE_ADMIN), then kept in the
+// data directory.
 const (
 	AdminUser  = "bloodraven" // RoleAdmin, caching_sha2_password
 	AdminPass  = "admin-secret"
