@@ -66,7 +66,7 @@ func (e *env) stageAudit() *auditSites {
 	s.exec("iad", "CREATE DATABASE audit1", "CREATE DATABASE audit2")
 	for _, f := range []string{"pdx", "reader"} {
 		host, port, _ := net.SplitHostPort(s.sims["iad"].Addr())
-		s.exec(f, fmt.Sprintf("CHANGE REPLICATION SOURCE TO SOURCE_HOST='%s', SOURCE_PORT=%s, SOURCE_USER='%s', SOURCE_PASSWORD='%s', SOURCE_AUTO_POSITION=1",
+		s.exec(f, fmt.Sprintf("CHANGE REPLICATION SOURCE TO SOURCE_HOST='%s', SOURCE_PORT=%s, SOURCE_USER='%s', SOURCE_PASSWORD='%s', SOURCE_AUTO_POSITION=1, GET_SOURCE_PUBLIC_KEY=1",
 			host, port, simtest.ReplUser, simtest.ReplPass), "START REPLICA")
 	}
 	want := s.sims["iad"].Snapshot().Executed

@@ -90,8 +90,8 @@ var (
 	// timestamps (shown in the session time zone, as NOW is) on the
 	// operator's clock.
 	StmtNow = Statement{
-		Name:    "now",
-		SQL:     "SELECT NOW(6)",
+		Name:             "now",
+		SQL:              "SELECT NOW(6)",
 		Purpose:          "Read a replica's clock in the same round as its replication evidence (lag judged after a leader change).",
 		NeedsReplication: true,
 	}

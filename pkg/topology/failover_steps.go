@@ -151,7 +151,7 @@ func (d *decider) startFailover(active string) bool {
 	}
 	choice := ChooseFailoverCandidate(d.failoverCandidates(active), d.failoverGuards(active))
 	if choice.Site == "" {
-		d.refuseFailover(active, choice.Message+" (what to do: docs/runbooks/failover-refused-or-held.md, "+choice.Refusal+")")
+		d.refuseFailover(active, choice.Message+" (to promote the site anyway, set the failover-override annotation; what to do: docs/runbooks/failover-refused-or-held.md, "+choice.Refusal+")")
 		return false
 	}
 	now := metav1.NewTime(d.in.Now)

@@ -36,11 +36,11 @@ const (
 
 // channelEvidence is the performance_schema state of a site's channel.
 type channelEvidence struct {
-	heartbeat, queuedAt             time.Time
-	lastQueued, lastApplied         gtid.GTID
-	queuedCommit, appliedCommit     time.Time
-	sqlErrno                        int
-	applierBroken                   bool // its error recurs on every start
+	heartbeat, queuedAt         time.Time
+	lastQueued, lastApplied     gtid.GTID
+	queuedCommit, appliedCommit time.Time
+	sqlErrno                    int
+	applierBroken               bool // its error recurs on every start
 	// crashAfterShip: mysqld stops right after its replicas received its
 	// latest writes and before the operator's next poll, so they hold
 	// transactions the operator never saw on it.

@@ -95,11 +95,11 @@ func (s *simSite) takesWrites() bool { return !s.crashed && !s.sro }
 
 // tracked is the operator's in-memory view of one site (observe.Tracker).
 type tracked struct {
-	reach       observe.Reachability
-	fails, oks  int
-	fresh       bool
-	last        *Observed
-	clone       CloneState
+	reach      observe.Reachability
+	fails, oks int
+	fresh      bool
+	last       *Observed
+	clone      CloneState
 	// sidecarSeen: the sidecar answered at the operator's last contact.
 	sidecarSeen bool
 	// evidence: the lag evidence read in its latest successful poll.

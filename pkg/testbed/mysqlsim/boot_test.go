@@ -295,6 +295,10 @@ func TestReloadTLS(t *testing.T) {
 		t.Fatal("the server does not serve the certificate of its ssl-cert file")
 	}
 	admin := bootOpen(t, s.Addr(), simtest.AdminUser, simtest.AdminPass)
+	var sslCert string
+	if err := admin.QueryRow("SELECT @@GLOBAL.ssl_cert").Scan(&sslCert); err != nil || sslCert != filepath.Join(dir, "tls.crt") {
+		t.Errorf("@@ssl_cert = %q, %v; want the option's file", sslCert, err)
+	}
 	writePEM(second)
 	if got := served(); string(got) != string(first.Server.Certificates[0].Certificate[0]) {
 		t.Fatal("the new file was served before RELOAD TLS")

@@ -57,7 +57,7 @@ func replicationLag(b *testing.B, frac float64) {
 	benchExec(b, srcDB, "CREATE TABLE d.t (id INT, v VARCHAR(20))")
 	h, p, _ := splitAddr(src.Addr())
 	benchExec(b, repDB, fmt.Sprintf("CHANGE REPLICATION SOURCE TO SOURCE_HOST = '%s', SOURCE_PORT = %s, SOURCE_USER = '%s', "+
-		"SOURCE_PASSWORD = '%s', SOURCE_AUTO_POSITION = 1, SOURCE_CONNECT_RETRY = 1", h, p, simtest.ReplUser, simtest.ReplPass))
+		"SOURCE_PASSWORD = '%s', SOURCE_AUTO_POSITION = 1, SOURCE_CONNECT_RETRY = 1, GET_SOURCE_PUBLIC_KEY = 1", h, p, simtest.ReplUser, simtest.ReplPass))
 	benchExec(b, repDB, "START REPLICA")
 	uuid := src.ServerUUID()
 
@@ -127,7 +127,12 @@ func waitReplica(b *testing.B, db *sql.DB, uuid string, gno int64) {
 	var r int64
 	q := fmt.Sprintf("SELECT WAIT_FOR_EXECUTED_GTID_SET('%s:1-%d', 60)", uuid, gno)
 	if err := db.QueryRowContext(context.Background(), q).Scan(&r); err != nil || r != 0 {
-		b.Fatalf("the replica did not reach %s:%d (%v)", uuid, gno, err)
+		var io, sql, ioErr, sqlErr, retrieved, executed string
+		row := db.QueryRowContext(context.Background(), "SELECT SERVICE_STATE, LAST_ERROR_MESSAGE, RECEIVED_TRANSACTION_SET FROM performance_schema.replication_connection_status")
+		_ = row.Scan(&io, &ioErr, &retrieved)
+		_ = db.QueryRowContext(context.Background(), "SELECT @@GLOBAL.gtid_executed").Scan(&executed)
+		b.Fatalf("the replica did not reach %s:%d (%v): receiver %s %q, received %s, executed %s %s %s",
+			uuid, gno, err, io, ioErr, retrieved, executed, sql, sqlErr)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"github.com/go-mysql-org/go-mysql/client"
 	gomysql "github.com/go-mysql-org/go-mysql/mysql"
@@ -62,14 +63,54 @@ func (s *Server) dialSource(ctx context.Context, rc receiverConfig) (*client.Con
 	dctx, cancel := context.WithTimeout(ctx, rc.netTimeout)
 	defer cancel()
 	d := &net.Dialer{}
+	var guard *publicKeyGuard
 	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
 		c, err := d.DialContext(dctx, network, addr)
 		if err != nil {
 			return nil, &net.OpError{Op: "dial", Net: network, Err: err}
 		}
-		return c, nil
+		if rc.ssl || rc.getPublicKey {
+			return c, nil
+		}
+		guard = &publicKeyGuard{Conn: c}
+		return guard, nil
 	}
-	return client.ConnectWithDialer(ctx, "tcp", rc.addr, rc.user, rc.password, "", dial, opts...)
+	conn, err := client.ConnectWithDialer(ctx, "tcp", rc.addr, rc.user, rc.password, "", dial, opts...)
+	if guard != nil {
+		guard.done.Store(true)
+		if err != nil && guard.refused.Load() { // go-mysql reports any write error as a bad connection
+			err = errPublicKeyNeeded
+		}
+	}
+	return conn, err
+}
+
+// errPublicKeyNeeded is the receiver's answer to a source that wants
+// caching_sha2_password's full authentication over a connection without
+// TLS when GET_SOURCE_PUBLIC_KEY is not set: it may not ask for the RSA key
+// (CR_AUTH_PLUGIN_ERR 2061, as libmysqlclient reports it).
+var errPublicKeyNeeded = errors.New("public key retrieval is not allowed (GET_SOURCE_PUBLIC_KEY = 0)")
+
+const (
+	crAuthPluginErr    = 2061
+	msgPublicKeyNeeded = "Authentication plugin 'caching_sha2_password' reported error: Authentication requires secure connection."
+)
+
+// publicKeyGuard refuses, during the handshake, the one packet go-mysql's
+// client writes to ask for the server's RSA key (payload 0x02 inside the
+// authentication exchange, so with a sequence number above 0), which a
+// MySQL receiver sends only with GET_SOURCE_PUBLIC_KEY = 1.
+type publicKeyGuard struct {
+	net.Conn
+	done, refused atomic.Bool
+}
+
+func (g *publicKeyGuard) Write(b []byte) (int, error) {
+	if !g.done.Load() && len(b) == 5 && b[0] == 1 && b[1] == 0 && b[2] == 0 && b[3] != 0 && b[4] == 2 {
+		g.refused.Store(true)
+		return 0, errPublicKeyNeeded
+	}
+	return g.Conn.Write(b)
 }
 
 // sourceHello is what the receiver asks the source before the dump, with
@@ -178,6 +219,9 @@ func receiverErrno(err error) (int, string) {
 	var me *gomysql.MyError
 	if errors.As(err, &me) {
 		return int(me.Code), me.Message
+	}
+	if errors.Is(err, errPublicKeyNeeded) {
+		return crAuthPluginErr, msgPublicKeyNeeded
 	}
 	var oe *net.OpError
 	if errors.As(err, &oe) && oe.Op == "dial" {

@@ -161,6 +161,11 @@ func (s *Server) openRelayLogLocked() {
 			"unappliedTransactionsDiscarded", lost)
 	} else {
 		s.readRelayLogLocked(rl, ch, true)
+		// the receiver's position: the end of what the relay log holds
+		ch.srcFile, ch.srcPos = ch.applier.SourceFile, ch.applier.SourcePos
+		if n := len(ch.relay); n > 0 {
+			ch.srcFile, ch.srcPos = ch.relay[n-1].srcFile, ch.relay[n-1].srcEnd
+		}
 	}
 	if err := rl.NewFile(ch.retrieved); err != nil {
 		s.log.Error("starting a relay log file failed", "err", err.Error())
@@ -319,6 +324,7 @@ func (s *Server) flushRelayLogLocked() {
 // everything, a crash loses the buffer.
 func (s *Server) closeRelayLogLocked(clean bool) {
 	v := &s.replica
+	v.varsSet = false // the variables return to the configuration at the next start
 	if v.rl == nil {
 		return
 	}
@@ -329,7 +335,7 @@ func (s *Server) closeRelayLogLocked(clean bool) {
 	} else {
 		v.rl.Abandon()
 	}
-	v.rl, v.varsSet = nil, false
+	v.rl = nil
 }
 
 // discardRelayLogLocked deletes the relay log and starts an empty one

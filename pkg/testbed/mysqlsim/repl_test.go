@@ -33,7 +33,7 @@ func replicate(t *testing.T, replica, source *mysqlsim.Server, extra string) {
 	h, p := hostPort(t, source)
 	db := adminDB(t, replica)
 	mustExec(t, db, fmt.Sprintf("CHANGE REPLICATION SOURCE TO SOURCE_HOST = '%s', SOURCE_PORT = %s, SOURCE_USER = '%s', "+
-		"SOURCE_PASSWORD = '%s', SOURCE_AUTO_POSITION = 1, SOURCE_CONNECT_RETRY = 1, SOURCE_RETRY_COUNT = 100%s",
+		"SOURCE_PASSWORD = '%s', SOURCE_AUTO_POSITION = 1, SOURCE_CONNECT_RETRY = 1, SOURCE_RETRY_COUNT = 100, GET_SOURCE_PUBLIC_KEY = 1%s",
 		h, p, simtest.ReplUser, simtest.ReplPass, extra))
 	mustExec(t, db, "START REPLICA")
 }
@@ -275,7 +275,7 @@ func TestReceiverConnectErrors(t *testing.T) {
 	ln, _ := net.Listen("tcp", "127.0.0.1:0")
 	h, p, _ := net.SplitHostPort(ln.Addr().String())
 	ln.Close()
-	mustExec(t, db, fmt.Sprintf("CHANGE REPLICATION SOURCE TO SOURCE_HOST = '%s', SOURCE_PORT = %s, SOURCE_USER = 'repl', SOURCE_PASSWORD = 'x', SOURCE_AUTO_POSITION = 1, SOURCE_CONNECT_RETRY = 1", h, p))
+	mustExec(t, db, fmt.Sprintf("CHANGE REPLICATION SOURCE TO SOURCE_HOST = '%s', SOURCE_PORT = %s, SOURCE_USER = 'repl', SOURCE_PASSWORD = 'x', SOURCE_AUTO_POSITION = 1, SOURCE_CONNECT_RETRY = 1, GET_SOURCE_PUBLIC_KEY = 1", h, p))
 	mustExec(t, db, "START REPLICA")
 	eventually(t, 10*time.Second, "2003", func() (bool, string) {
 		st := replicaStatus(t, db)
@@ -308,7 +308,7 @@ func TestSourceHostResolvedThroughSiteMap(t *testing.T) {
 	rep := simtest.Start(t, mysqlsim.Config{ResolveSource: m.ResolveMySQL})
 	db := adminDB(t, rep)
 	mustExec(t, db, fmt.Sprintf("CHANGE REPLICATION SOURCE TO SOURCE_HOST = '%s', SOURCE_PORT = 3306, SOURCE_USER = 'repl', "+
-		"SOURCE_PASSWORD = '%s', SOURCE_AUTO_POSITION = 1, SOURCE_CONNECT_RETRY = 1", key.InternalServiceFQDN(), simtest.ReplPass))
+		"SOURCE_PASSWORD = '%s', SOURCE_AUTO_POSITION = 1, SOURCE_CONNECT_RETRY = 1, GET_SOURCE_PUBLIC_KEY = 1", key.InternalServiceFQDN(), simtest.ReplPass))
 	mustExec(t, db, "START REPLICA")
 	writeRows(t, adminDB(t, src), 1)
 	eventually(t, 10*time.Second, "replicating through the mapped name", func() (bool, string) {

@@ -113,7 +113,7 @@ func (s *Server) replicationProcesslistLocked() [][]any {
 // receiverConfig is what the receiver reads from the channel under the lock.
 type receiverConfig struct {
 	addr, display, user, password string
-	ssl, verify                   bool
+	ssl, verify, getPublicKey     bool
 	retry                         time.Duration
 	retryCount                    int
 	netTimeout                    time.Duration // replica_net_timeout
@@ -126,7 +126,7 @@ type receiverConfig struct {
 func (s *Server) receiverConfigLocked(ch *channel) receiverConfig {
 	return receiverConfig{
 		addr: s.resolve(ch.host, ch.port), display: fmt.Sprintf("%s@%s:%d", ch.user, ch.host, ch.port),
-		user: ch.user, password: ch.password, ssl: ch.ssl, verify: ch.sslVerify,
+		user: ch.user, password: ch.password, ssl: ch.ssl, verify: ch.sslVerify, getPublicKey: ch.getPublicKey,
 		retry: time.Duration(ch.connectRetry) * time.Second, retryCount: ch.retryCount,
 		netTimeout:  time.Duration(s.relayVarsLocked().netTimeout) * time.Second,
 		heartbeat:   time.Duration(ch.heartbeat * float64(time.Second)),

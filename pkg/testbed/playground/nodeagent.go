@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"os"
 	"path/filepath"
 	"sync"
 	"time"
@@ -273,6 +274,12 @@ func (a *NodeAgent) stopSiteLocked(s *siteRuntime) {
 	if err := a.killSimLocked(s, false); err != nil {
 		a.log.Warn("node agent: kill simulated mysqld", "site", s.plan.Name, "err", err.Error())
 	}
+	if s.fs != nil { // the container's files, its env file with the root password among them
+		if err := os.RemoveAll(filepath.Dir(s.fs.root)); err != nil {
+			a.log.Warn("node agent: remove the pod's files", "site", s.plan.Name, "err", err.Error())
+		}
+		s.fs = nil
+	}
 	s.podUID, s.dataDir = "", ""
 	s.ready = false
 	a.log.Info("node agent: site stopped", "site", s.plan.Name)
@@ -292,6 +299,9 @@ func (a *NodeAgent) stopAll() {
 }
 
 func (a *NodeAgent) startSimLocked(s *siteRuntime) error {
+	if s.fs == nil {
+		return errors.New("the pod's mysqld files are not laid out")
+	}
 	port, err := framework.FreePort()
 	if err != nil {
 		return err

@@ -150,6 +150,7 @@ func TestAlertRulesOnARecordedPrimaryCrash(t *testing.T) {
 	op := e.startOperator(withFailover)
 	e.create(e.failoverGroup(threeSites))
 	e.waitCondition(v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonHealthy)
+	e.waitContact("iad")
 	eventually(t, waitFor, "both followers replicating", func() error {
 		for _, name := range []string{"pdx", "reader"} {
 			if st := site(e.get(), name); st == nil || st.Replication != v1alpha1.ReplicationRunning {

@@ -72,6 +72,7 @@ func TestFailoverOnPrimaryCrash(t *testing.T) {
 	op := e.startOperator(withFailover)
 	e.create(e.failoverGroup(threeSites))
 	e.waitCondition(v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonHealthy)
+	e.waitContact("iad")
 	e.exec("iad", "CREATE DATABASE orders", "CREATE DATABASE billing")
 	committed := e.sites["iad"].Snapshot().Executed
 	eventually(t, waitFor, "pdx applied iad's writes", func() error {
@@ -216,6 +217,7 @@ func TestMostAdvancedCandidateWins(t *testing.T) {
 	e.startOperator(withFailover)
 	e.create(e.failoverGroup(sites))
 	e.waitCondition(v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonHealthy)
+	e.waitContact("iad")
 
 	// pdx stops receiving; sfo receives but applies 3s late.
 	mysqlsim.PartitionPeers(e.sites["iad"], e.sites["pdx"])
@@ -259,6 +261,7 @@ func TestLagGuardRefusesAndOverrideWorks(t *testing.T) {
 	g.Spec.Replication = &v1alpha1.ReplicationSpec{MaxLagSeconds: ptr.To(int32(0))}
 	e.create(g)
 	e.waitCondition(v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonHealthy)
+	e.waitContact("iad")
 	if err := e.sites["pdx"].InjectApplyLag(8 * time.Second); err != nil {
 		t.Fatal(err)
 	}
@@ -308,6 +311,7 @@ func TestFailoverResumesAfterOperatorCrash(t *testing.T) {
 			})
 			e.create(e.failoverGroup(threeSites))
 			e.waitCondition(v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonHealthy)
+			e.waitContact("iad")
 			if step == v1alpha1.StepCatchingUp {
 				// Something to catch up on, so the step is not over at once.
 				if err := e.sites["pdx"].InjectApplyLag(time.Second); err != nil {
@@ -366,6 +370,7 @@ func TestReturningOldPrimaryWithLostWritesIsBlocked(t *testing.T) {
 	e.startOperator(withFailover)
 	e.create(e.failoverGroup(threeSites))
 	e.waitCondition(v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonHealthy)
+	e.waitContact("iad")
 	e.sites["iad"].Crash()
 	lost := e.sites["iad"].InjectErrantTransactions(3) // on its disk, never replicated
 	e.waitActive("pdx", 2)
@@ -397,6 +402,7 @@ func TestReturningOldPrimaryWithLostWritesIsBlocked(t *testing.T) {
 	}
 	e.waitRecloneCleared()
 	e.waitCondition(v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonHealthy)
+	e.waitContact("iad")
 	if got := e.sites["iad"].Snapshot().Executed; !got.Intersect(lost).IsEmpty() {
 		t.Fatalf("iad still holds %s", got.Intersect(lost).OneLine())
 	}
@@ -425,6 +431,7 @@ func TestSelfFenceWaitCoversARunningPodsLongerLease(t *testing.T) {
 	e.startOperator(withFailover)
 	e.create(e.failoverGroup(threeSites)) // spec: leaseTimeout 2s, peerCheckInterval 500ms
 	e.waitCondition(v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonHealthy)
+	e.waitContact("iad")
 
 	e.sites["iad"].Crash()
 	tr := e.waitFenceDeadline()

@@ -89,9 +89,9 @@ func TestRealInvariantHarness(t *testing.T) {
 	wg.Wait()
 	totals.mu.Lock()
 	defer totals.mu.Unlock()
-	t.Logf("%d real sequences (%d completed), %d at a time, in %s; the completed ones: %d faults (%d partitions), %d failovers (%d with an avoidable loss), %d fenced by their sidecar while cut off from the operator, %d reclones, %d acknowledged writes (%d not kept)",
+	t.Logf("%d real sequences (%d completed), %d at a time, in %s; the completed ones: %d faults (%d partitions), %d failovers (%d with an avoidable loss), %d fenced by their sidecar while cut off from the operator, %d reclones, %d catch-ups timed out, %d acknowledged writes (%d not kept)",
 		n, totals.completed, par, time.Since(start).Round(time.Second), totals.faults, totals.partitions, totals.failovers, totals.avoidable,
-		totals.selfFences, totals.reclones, totals.acked, totals.notKept)
+		totals.selfFences, totals.reclones, totals.catchUpTimeouts, totals.acked, totals.notKept)
 	logByFault(t)
 }
 
@@ -106,7 +106,7 @@ var totals struct {
 	mu                                       sync.Mutex
 	faults, partitions, failovers, avoidable int
 	reclones, acked, notKept                 int
-	selfFences, completed                    int
+	selfFences, completed, catchUpTimeouts   int
 }
 
 func envInt(t *testing.T, name string, def int) int {
@@ -160,6 +160,7 @@ var faultWeights = []struct {
 	{faultPartitionFromOp, 2}, {faultPartitionFromAll, 2}, {faultLagThenFailover, 2},
 	{faultIdleTxn, 2}, {faultLongWrite, 2}, {faultSidecarCrash, 1}, {faultSidecarDown, 1},
 	{faultThawAfter, 2}, {faultConnsExhausted, 2},
+	{faultErrantCandidate, 1}, {faultApplierError, 1}, {faultRelayLogLoss, 1}, {faultLeaderChange, 1},
 }
 
 // drawFault picks a fault kind by weight.
@@ -206,8 +207,11 @@ type harnessRun struct {
 	failovers    int
 	reclones     int
 	avoidable    int // promotions that discarded what a reachable old primary held
-	selfFenced   int // writable sites fenced while the operator could not reach them
-	faults       []string
+	// catchUpTimeouts: failovers that ended CatchUpTimedOut (their hold
+	// cleared by the harness, as a person would).
+	catchUpTimeouts int
+	selfFenced      int // writable sites fenced while the operator could not reach them
+	faults          []string
 }
 
 func (h *harnessRun) violate(format string, args ...any) {
@@ -391,9 +395,12 @@ func (h *harnessRun) inject(step int, r *rand.Rand) {
 		time.Sleep(wait)
 	case faultIdleTxn, faultLongWrite, faultSidecarCrash, faultSidecarDown, faultThawAfter, faultConnsExhausted:
 		note = h.injectFenceFault(kind, a, followers, r)
+	case faultErrantCandidate, faultApplierError, faultRelayLogLoss, faultLeaderChange:
+		note = h.injectCandidateFault(kind, a, followers, r)
 	}
 	h.open.close()
 	f.healAll()
+	h.clearCatchUpHold()
 	desc := fmt.Sprintf("step %d: %s of %s", step, kind, a)
 	if note != "" {
 		desc += " (" + note + ")"
@@ -588,6 +595,7 @@ func (h *harnessRun) report() {
 	totals.acked += len(acked)
 	totals.notKept += total
 	totals.selfFences += selfFences
+	totals.catchUpTimeouts += h.catchUpTimeouts
 	totals.mu.Unlock()
 	h.t.Logf("seed %d: faults %s; %d acknowledged writes, %d not kept (reported), %d failovers (%d with an avoidable loss), %d fenced by their sidecar while cut off from the operator, %d reclones, generation %d, active %s",
 		h.seed, strings.Join(h.faults, "; "), len(acked), total, h.failovers, h.avoidable, selfFences, h.reclones, g.Status.TopologyGeneration, g.Status.ActiveSite)

@@ -187,7 +187,7 @@ func TestRepointedFollowerConverges(t *testing.T) {
 	before := len(e.eventsOf(v1alpha1.EventFollowerRepointed))
 
 	e.exec("pdx", "STOP REPLICA",
-		fmt.Sprintf("CHANGE REPLICATION SOURCE TO SOURCE_HOST = '%s', SOURCE_PORT = 3306, SOURCE_USER = 'repl', SOURCE_PASSWORD = 'repl-secret', SOURCE_AUTO_POSITION = 1", e.fqdn("reader")),
+		fmt.Sprintf("CHANGE REPLICATION SOURCE TO SOURCE_HOST = '%s', SOURCE_PORT = 3306, SOURCE_USER = 'repl', SOURCE_PASSWORD = 'repl-secret', SOURCE_AUTO_POSITION = 1, GET_SOURCE_PUBLIC_KEY = 1", e.fqdn("reader")),
 		"START REPLICA")
 	eventually(t, waitFor, "pdx repointed to iad", func() error {
 		if n := len(e.eventsOf(v1alpha1.EventFollowerRepointed)); n <= before {
