@@ -29,7 +29,7 @@ var forcedOptions = []string{
 	"gtid-mode", "enforce-gtid-consistency", "log-replica-updates",
 	"read-only", "super-read-only", "replica-preserve-commit-order", "server-id",
 	"skip-replica-start", "pid-file", "admin-address", "admin-port", "create-admin-listener-thread",
-	"plugin-load-add", "plugin-load", "replica-net-timeout", "relay-log-recovery",
+	"plugin-load-add", "plugin-load", "replica-net-timeout", "relay-log-recovery", "persisted-globals-load",
 }
 
 // defaultOptions are the operator's defaults that mysqlConf may override.
@@ -96,6 +96,10 @@ func MyCnf(g *v1alpha1.MysqlFailoverGroup, i int) (string, []string, error) {
 		// to root. read_only alone lets them through (root holds
 		// CONNECTION_ADMIN) and still refuses every other account's writes.
 		{"read-only", "ON"},
+		// The persisted super_read_only=ON above is read from
+		// mysqld-auto.cnf only while this is ON (MySQL's default); a
+		// mysqlConf turning it off would start every server writable.
+		{"persisted-globals-load", "ON"},
 		{"replica-preserve-commit-order", "ON"},
 		// A restarted server (a new pod, the restart that ends a clone) must
 		// not fetch from the source its channel last named: after a failover

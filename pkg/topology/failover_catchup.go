@@ -119,7 +119,7 @@ func (d *decider) catchUp(t *v1alpha1.Transition, tv *Observed) {
 	}
 	if !caught && !(timedOut && d.in.Failover.Override == target) {
 		if timedOut {
-			d.catchUpTimedOut(t, want.Subtract(tv.Executed))
+			d.catchUpTimedOut(t, tv, want.Subtract(tv.Executed))
 			return
 		}
 		if r != nil && !r.SQLRunning {
@@ -161,8 +161,8 @@ func (d *decider) catchUp(t *v1alpha1.Transition, tv *Observed) {
 // decides. The transition is cleared and automatic failover held, so the
 // same choice is not made again at once; the message says what a
 // promotion would lose and what to do (docs/runbooks/failover-refused-or-held.md).
-func (d *decider) catchUpTimedOut(t *v1alpha1.Transition, short gtid.Set) {
-	lose := d.seenOn(t.SourceSite).Union(chosenSet(t)).Subtract(d.view(t.TargetSite).Executed)
+func (d *decider) catchUpTimedOut(t *v1alpha1.Transition, tv *Observed, short gtid.Set) {
+	lose := d.seenOn(t.SourceSite).Union(chosenSet(t)).Subtract(tv.Executed)
 	msg := fmt.Sprintf("failover from %s to %s ended unpromoted: %s did not apply what it held when chosen within %s (it lacks %s; promoting it now would lose %s). Fix its replication applier, or accept the loss with the failover-override annotation naming %s, then clear the hold (docs/runbooks/failover-refused-or-held.md)",
 		t.SourceSite, t.TargetSite, t.TargetSite, d.catchUpTimeout(), GTIDPhrase(short.OneLine()), GTIDPhrase(lose.OneLine()), t.TargetSite)
 	d.out.Status.Transition = nil

@@ -327,3 +327,31 @@ func pemOf(t *testing.T, c tls.Certificate) (certPEM, keyPEM []byte) {
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: c.Certificate[0]}),
 		pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der})
 }
+
+// TestPersistedGlobalsLoadOffIgnoresThePersistedFence: the rendered init
+// script persists super_read_only=ON; with persisted_globals_load=OFF (which
+// pkg/render therefore forces ON) the restarted server would ignore it and
+// come up with only read_only.
+func TestPersistedGlobalsLoadOffIgnoresThePersistedFence(t *testing.T) {
+	for _, load := range []string{"ON", "OFF"} {
+		t.Run("persisted_globals_load="+load, func(t *testing.T) {
+			f := newFirstBoot(t, "read-only = ON\npersisted-globals-load = "+load+"\n")
+			writeTestFile(t, filepath.Join(f.dir, "10-fence.sql"), "SET PERSIST super_read_only = ON;\n")
+			s, err := f.start(t)
+			if err != nil {
+				t.Fatalf("first boot: %v", err)
+			}
+			if err := s.Restart(); err != nil {
+				t.Fatalf("restart: %v", err)
+			}
+			db := bootOpen(t, s.Addr(), "root", "rootpw")
+			var sro int
+			if err := db.QueryRow("SELECT @@GLOBAL.super_read_only").Scan(&sro); err != nil {
+				t.Fatal(err)
+			}
+			if want := map[string]int{"ON": 1, "OFF": 0}[load]; sro != want {
+				t.Fatalf("super_read_only after restart = %d, want %d", sro, want)
+			}
+		})
+	}
+}

@@ -83,6 +83,9 @@ func (s *Server) bootLocked() error {
 	s.ext.firstBootPending = r.first && s.entrypointLocked() // firstboot.go
 	startup := s.systemSession("startup")
 	for name, v := range r.persisted {
+		if !s.persistedGlobalsLoadLocked() { // persisted_globals_load=OFF: the file is kept, not applied
+			break
+		}
 		if err := s.setGlobalLocked(startup, name, persistedArg(v.Value)); err != nil {
 			s.log.Warn("persisted variable not applied", "variable", name, "err", err.Error())
 		}

@@ -20,17 +20,18 @@ import (
 // answers them. The dump reads the binary log files themselves, so the
 // stream and the files are the same bytes.
 
-// Dump command flags (include/mysql.h).
 const (
-	dumpFlagHeartbeatV2     = 0x02 // USE_HEARTBEAT_EVENT_V2
-	dumpReadChunk           = 256 << 10
-	stateDumpSending        = "Sending binlog event to replica"
-	stateDumpWaiting        = "Source has sent all binlog to replica; waiting for more updates"
-	stateDumpSwitching      = "Finished reading one binlog; switching to next binlog"
-	commandBinlogDumpGTID   = "Binlog Dump GTID"
-	errTextReplicaSameUUID  = "A replica with the same server_uuid/server_id as this replica has connected to the source"
-	errTextChecksumUnknown  = "Replica can not handle replication events with the checksum that source is configured to log"
-	errTextCouldNotFindNext = "could not find next log"
+	dumpFlagHeartbeatV2 = 0x02      // USE_HEARTBEAT_EVENT_V2 (include/mysql.h)
+	dumpReadChunk       = 256 << 10 // bytes read from the files at a time
+
+	// The dump thread's processlist command and stages, and the texts of
+	// its fatal errors (sql/rpl_binlog_sender.cc).
+	commandBinlogDumpGTID  = "Binlog Dump GTID"
+	stateDumpSending       = "Sending binlog event to replica"
+	stateDumpWaiting       = "Source has sent all binlog to replica; waiting for more updates"
+	stateDumpSwitching     = "Finished reading one binlog; switching to next binlog"
+	errTextReplicaSameUUID = "A replica with the same server_uuid/server_id as this replica has connected to the source"
+	errTextChecksumUnknown = "Replica can not handle replication events with the checksum that source is configured to log"
 )
 
 // sourceSession is what a session holds for the replication protocol: its
@@ -223,10 +224,10 @@ func (s *Server) binlogDumpGTID(sess *session, conn *server.Conn, data []byte) e
 		return err
 	}
 	d := &dumper{s: s, sess: sess, conn: conn, req: req, sent: req.have, end: make(chan struct{})}
+	defer d.finish()
 	if err := d.start(); err != nil {
 		return err
 	}
-	defer d.finish()
 	return d.run()
 }
 

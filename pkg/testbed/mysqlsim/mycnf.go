@@ -260,6 +260,12 @@ func (s *Server) startupOptionLocked(name string) (string, bool) {
 	return v, ok
 }
 
+// persistedGlobalsLoadLocked reports persisted_globals_load (default ON).
+func (s *Server) persistedGlobalsLoadLocked() bool {
+	v, ok := s.startupOptionLocked("persisted-globals-load")
+	return !ok || v == "true"
+}
+
 // bootState is what the option file, the first boot, plugins and
 // transport keep for a server (guarded by Server.mu).
 type bootState struct {

@@ -159,6 +159,13 @@ var modelledOptions = map[string]optDef{
 		b.cfg.ReplicaNetTimeout = int(v.n)
 		return nil
 	}},
+	// Manual, "Persisted System Variables": with persisted_globals_load=OFF
+	// the server ignores mysqld-auto.cnf at startup (SET PERSIST still
+	// writes it).
+	"persisted-globals-load": {kind: optBool, apply: func(b *optionBuild, v optValue) error {
+		b.opts.values["persisted-globals-load"] = strconv.FormatBool(v.b)
+		return nil
+	}},
 	"relay-log-recovery": {kind: optBool, apply: func(b *optionBuild, v optValue) error {
 		b.cfg.RelayLogRecovery = v.b
 		return nil

@@ -201,6 +201,11 @@ func (s *Server) readRelayLogLocked(rl *binlogfile.RelayLog, ch *channel, cut bo
 				s.log.Error("cutting the relay log's torn tail failed", "err", err.Error())
 			}
 		}
+		if cut && fc.InUse { // left open by a crash; a new file follows
+			if err := rl.ClearInUse(fc.Name); err != nil {
+				s.log.Error("closing a relay log file failed", "err", err.Error())
+			}
+		}
 		for _, t := range fc.Txns {
 			ch.retrieved = ch.retrieved.Add(t.GTID)
 			if found && (relayBefore(files, fc.Name, ch.applier.RelayFile) || (fc.Name == ch.applier.RelayFile && t.Start < ch.applier.RelayPos)) {

@@ -67,6 +67,16 @@ func (h *harnessRun) injectCandidateFault(kind, a string, followers []string, r 
 		f.startOperator()
 	}
 	time.Sleep(hold(r))
+	if kind == faultApplierError {
+		// A person fixes the applier of a site that stayed a follower: the
+		// operator starts a failover candidate's applier, never a
+		// follower's that stopped on an error (docs/topology.md).
+		if snap := f.sites[x].sim.Snapshot(); snap.Running && !snap.SQLRunning {
+			if _, err := adminDB(h.t, f.sites[x].sim).Exec("START REPLICA SQL_THREAD"); err != nil {
+				h.t.Logf("seed %d: START REPLICA SQL_THREAD on %s: %v", h.seed, x, err)
+			}
+		}
+	}
 	return note
 }
 

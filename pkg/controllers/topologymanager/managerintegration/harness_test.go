@@ -330,6 +330,11 @@ func (h *harnessRun) inject(step int, r *rand.Rand) {
 		}
 	}
 	kind := drawFault(r)
+	if only := os.Getenv("HARNESS_REAL_FAULTS"); only != "" {
+		// Development: draw only from these kinds (comma-separated).
+		kinds := strings.Split(only, ",")
+		kind = kinds[r.IntN(len(kinds))]
+	}
 	h.mu.Lock()
 	h.steps[len(h.steps)-1].kind = kind
 	h.mu.Unlock()

@@ -160,6 +160,9 @@ func ReadRelayFile(path string) (*FileContents, error) {
 	return fc, err
 }
 
+// ClearInUse clears the in-use flag of a file a crash left open.
+func (r *RelayLog) ClearInUse(name string) error { return clearInUse(r.path(name)) }
+
 // Truncate cuts file name at pos (a torn tail, or a lost disk's).
 func (r *RelayLog) Truncate(name string, pos int64) error {
 	return os.Truncate(r.path(name), pos)
