@@ -433,11 +433,20 @@ func (p *mpass) probeMySQL(ctx context.Context, site string) (Sample, error) {
 }
 
 // readEvidence adds the failover lag guard's evidence (topology.LagEvidence)
-// to a poll. A read that fails does not fail the poll: the latest one this
+// to a poll. A read that fails (or runs out of its share of the poll's
+// deadline) does not fail the poll: the latest one this
 // process read of the site is used, with its own read time, which the
 // decision refuses once it is older than its staleness bound; with none,
 // the lag is unknown.
 func (p *mpass) readEvidence(ctx context.Context, c *mysql.Client, site string, s *Sample) {
+	// Half of what is left of the poll's deadline: a poll that overruns
+	// its deadline counts as failed (observe.Tracker.Round), and the
+	// evidence must never make a site look unreachable.
+	if dl, ok := ctx.Deadline(); ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, time.Now().Add(time.Until(dl)/2))
+		defer cancel()
+	}
 	e, err := c.ReplicationEvidence(ctx)
 	p.m.mu.Lock()
 	defer p.m.mu.Unlock()

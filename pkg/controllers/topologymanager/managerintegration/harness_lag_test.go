@@ -66,7 +66,10 @@ func (h *harnessRun) injectCandidateFault(kind, a string, followers []string, r 
 		time.Sleep(time.Duration(r.IntN(2000)) * time.Millisecond)
 		f.startOperator()
 	}
-	time.Sleep(hold(r))
+	// Past the promotion (the intent about 1 s after the crash, then the
+	// 8.25 s self-fence wait): these faults are about the choice and the
+	// catch-up, not a primary that comes back in time.
+	time.Sleep(time.Duration(12000+r.IntN(4000)) * time.Millisecond)
 	if kind == faultApplierError {
 		// A person fixes the applier of a site that stayed a follower: the
 		// operator starts a failover candidate's applier, never a
