@@ -52,11 +52,9 @@ type Options struct {
 // Rotation, Close and purges flush first. A FileSet is not safe for
 // concurrent use.
 type FileSet struct {
-	opts    Options
-	names   []string // index order, oldest first
-	cur     *os.File
-	size    int64  // bytes of the current file written to the OS
-	buf     []byte // appended, not yet written
+	opts  Options
+	names []string // index order, oldest first
+	appendFile
 	enc     encoder
 	logged  gtid.Set // Previous_gtids of the current file plus what it holds
 	started bool     // the first file since Open has been created
@@ -293,28 +291,6 @@ func (fs *FileSet) SetMaxSize(n int64) { fs.opts.MaxSize = n }
 
 // SetExpireSeconds changes binlog_expire_logs_seconds.
 func (fs *FileSet) SetExpireSeconds(n int64) { fs.opts.ExpireSeconds = n }
-
-// Flush writes the buffer to the current file (write(2), no fsync).
-func (fs *FileSet) Flush() error {
-	if len(fs.buf) == 0 || fs.cur == nil {
-		return nil
-	}
-	n, err := fs.cur.Write(fs.buf)
-	fs.size += int64(n)
-	fs.buf = fs.buf[n:]
-	return err
-}
-
-// Sync flushes and fsyncs the current file.
-func (fs *FileSet) Sync() error {
-	if err := fs.Flush(); err != nil {
-		return err
-	}
-	if fs.cur == nil {
-		return nil
-	}
-	return fs.cur.Sync()
-}
 
 // finish ends the current file with a rotate or stop event, clears its
 // in-use flag and fsyncs it.

@@ -39,11 +39,9 @@ type RelayOptions struct {
 // fsyncs, so the caller decides durability (sync_relay_log). Not safe for
 // concurrent use.
 type RelayLog struct {
-	opts   RelayOptions
-	names  []string
-	cur    *os.File
-	size   int64 // bytes of the current file written to the OS
-	buf    []byte
+	opts  RelayOptions
+	names []string
+	appendFile
 	logged gtid.Set // the current file's Previous_gtids plus its complete transactions
 }
 
@@ -246,28 +244,6 @@ func (r *RelayLog) Logged() gtid.Set { return r.logged }
 
 // SetMaxSize changes the rotation size from the next transaction.
 func (r *RelayLog) SetMaxSize(n int64) { r.opts.MaxSize = n }
-
-// Flush writes the buffer to the file without fsync.
-func (r *RelayLog) Flush() error {
-	if len(r.buf) == 0 || r.cur == nil {
-		return nil
-	}
-	n, err := r.cur.Write(r.buf)
-	r.size += int64(n)
-	r.buf = r.buf[n:]
-	return err
-}
-
-// Sync flushes and fsyncs.
-func (r *RelayLog) Sync() error {
-	if err := r.Flush(); err != nil {
-		return err
-	}
-	if r.cur == nil {
-		return nil
-	}
-	return r.cur.Sync()
-}
 
 // Pending is the number of bytes appended but not yet written.
 func (r *RelayLog) Pending() int { return len(r.buf) }
