@@ -193,3 +193,31 @@ func TestCatchUpRestartsTheApplierAndEnds(t *testing.T) {
 		}
 	})
 }
+
+// Found by the real-level harness: a candidate excluded for its errant
+// transaction "overtook" the chosen one at every catch-up (it holds a
+// transaction the chosen one lacks), so the failover was abandoned and
+// chosen again, forever. Only the old primary's transactions overtake.
+func TestErrantCandidateDoesNotOvertakeTheChosenOne(t *testing.T) {
+	obs := iadDown()
+	r := replicating(iadHost)
+	r.IORunning, r.Retrieved = "No", set(expand("I:1-10"))
+	obs["pdx"] = site("pdx", false, "I:1-10", r)
+	obs["dr"] = site("dr", false, "I:1-10,D:1", replicating(iadHost))
+	st := catchingUpAt(inFailover(v1alpha1.StepCatchingUp).Transition)
+	in := failoverInput(withEvidence(obs), st)
+	in.Sites = threeCandidates()
+	in.Now = t0.Add(5 * time.Second)
+	d := Decide(in)
+	if tr := d.Status.Transition; tr == nil || tr.Step != v1alpha1.StepPromoting {
+		t.Fatalf("transition %+v events %+v: the errant dr overtook pdx", tr, d.Events)
+	}
+	// It still overtakes with a transaction of the old primary's.
+	obs["dr"] = site("dr", false, "I:1-11,D:1", replicating(iadHost))
+	in = failoverInput(withEvidence(obs), st)
+	in.Sites = threeCandidates()
+	in.Now = t0.Add(5 * time.Second)
+	if d := Decide(in); d.Status.Transition != nil || !hasEvent(d, v1alpha1.EventFailoverAborted, true) {
+		t.Fatalf("transition %+v: dr holds I:11 pdx lacks", d.Status.Transition)
+	}
+}

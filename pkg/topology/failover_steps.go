@@ -371,15 +371,16 @@ func (d *decider) oldPrimaryBackWithMore(t *v1alpha1.Transition, tv *Observed) b
 // chooses again.
 func (d *decider) overtaken(t *v1alpha1.Transition, tv *Observed) bool {
 	have := withRetrieved(tv)
-	for _, s := range d.in.Sites {
-		if s.Name == t.SourceSite || s.Name == t.TargetSite || s.Role != v1alpha1.SiteRolePrimaryCandidate {
+	g := d.failoverGuards(t.SourceSite)
+	for _, c := range d.failoverCandidates(t.SourceSite) {
+		if c.Name == t.TargetSite || c.Role != v1alpha1.SiteRolePrimaryCandidate || !c.Trusted {
 			continue
 		}
-		o := d.view(s.Name)
-		if o == nil {
-			continue
-		}
-		if more := withRetrieved(o).Subtract(have); !more.IsEmpty() {
+		// What it holds that the old primary lacks (errant) does not
+		// count: it is excluded from promotion for it, and would
+		// "overtake" every candidate at every catch-up.
+		if more := rank(c).Subtract(errant(c, g)).Subtract(have); !more.IsEmpty() {
+			s := c
 			d.abandonFailover(t, fmt.Sprintf("site %s now holds %d transactions %s lacks (%s); the candidate is chosen again",
 				s.Name, more.Count(), t.TargetSite, GTIDPhrase(more.OneLine())))
 			return true

@@ -402,7 +402,6 @@ func TestReturningOldPrimaryWithLostWritesIsBlocked(t *testing.T) {
 	}
 	e.waitRecloneCleared()
 	e.waitCondition(v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonHealthy)
-	e.waitContact("iad")
 	if got := e.sites["iad"].Snapshot().Executed; !got.Intersect(lost).IsEmpty() {
 		t.Fatalf("iad still holds %s", got.Intersect(lost).OneLine())
 	}

@@ -34,6 +34,9 @@ func (h *harnessRun) injectCandidateFault(kind, a string, followers []string, r 
 	switch kind {
 	case faultErrantCandidate:
 		set := f.sites[x].sim.InjectErrantTransactions(1)
+		h.mu.Lock()
+		h.errant = h.errant.Union(set)
+		h.mu.Unlock()
 		note = fmt.Sprintf("%s commits %s of its own", x, set.OneLine())
 		f.crash(a)
 	case faultApplierError:

@@ -210,8 +210,10 @@ type harnessRun struct {
 	// catchUpTimeouts: failovers that ended CatchUpTimedOut (their hold
 	// cleared by the harness, as a person would).
 	catchUpTimeouts int
-	selfFenced      int // writable sites fenced while the operator could not reach them
-	faults          []string
+	// errant: the transactions injected on candidates (faultErrantCandidate).
+	errant     gtid.Set
+	selfFenced int // writable sites fenced while the operator could not reach them
+	faults     []string
 }
 
 func (h *harnessRun) violate(format string, args ...any) {
@@ -778,7 +780,12 @@ func (h *harnessRun) checkPromotion(lf *v1alpha1.LastFailover) {
 			continue
 		}
 		snap := hs.sim.Snapshot()
-		extra := topology.Divergent(snap.Executed.Union(snap.Retrieved), promoted, h.uuid[lf.Target])
+		// Errant transactions the harness injected on a candidate exclude
+		// it from promotion; they are never the old primary's to keep.
+		h.mu.Lock()
+		errantSet := h.errant
+		h.mu.Unlock()
+		extra := topology.Divergent(snap.Executed.Union(snap.Retrieved), promoted, h.uuid[lf.Target]).Subtract(errantSet)
 		switch {
 		case extra.IsEmpty():
 		case returned:
