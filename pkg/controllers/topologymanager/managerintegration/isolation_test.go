@@ -103,8 +103,10 @@ func isolationScenario(t *testing.T, withFrozenNeighbours bool) isolationRun {
 	}
 	for _, f := range frozen {
 		f.waitCondition(v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonHealthy)
+		f.waitContact("iad") // before it, a candidate's lag is unknown
 	}
 	crashed.waitCondition(v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonHealthy)
+	crashed.waitContact("iad")
 
 	for _, f := range frozen {
 		f.sites["iad"].Freeze()
