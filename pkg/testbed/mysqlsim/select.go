@@ -327,9 +327,33 @@ func (s *Server) call(sess *session, e expr) (any, colType, error) {
 	case "UNIX_TIMESTAMP": // a replica's receiver asks for the source's clock
 		return time.Now().Unix(), colInt, nil
 	case "NOW", "CURRENT_TIMESTAMP", "UTC_TIMESTAMP":
-		return time.Now().UTC().Format("2006-01-02 15:04:05"), colString, nil
+		return s.evalNow(sess, e)
 	}
 	return nil, 0, myErr(1305, "FUNCTION %s does not exist", strings.ToLower(e.text))
+}
+
+// evalNow is NOW([fsp]) (manual, "Date and Time Functions"): the time with
+// fsp (0 to 6) fractional-second digits; a larger fsp gives 1426. The
+// simulator's time zone is UTC.
+func (s *Server) evalNow(sess *session, e expr) (any, colType, error) {
+	args, err := s.evalArgs(sess, e, 0, 1)
+	if err != nil {
+		return nil, 0, err
+	}
+	fsp := 0
+	if len(args) == 1 {
+		if fsp, err = strconv.Atoi(argString(args[0])); err != nil || fsp < 0 {
+			return nil, 0, myErr(1064, "You have an error in your SQL syntax near '%s'", argString(args[0]))
+		}
+		if fsp > 6 {
+			return nil, 0, myErr(1426, "Too-big precision %d specified for '%s'. Maximum is 6.", fsp, strings.ToLower(e.text))
+		}
+	}
+	layout := "2006-01-02 15:04:05"
+	if fsp > 0 {
+		layout += "." + strings.Repeat("0", fsp)
+	}
+	return time.Now().UTC().Truncate(time.Microsecond).Format(layout), colString, nil
 }
 
 func (s *Server) queryKillCh(sess *session) <-chan struct{} {

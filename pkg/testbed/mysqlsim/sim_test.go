@@ -702,3 +702,33 @@ func fenceWaiting(t *testing.T, db *sql.DB) bool {
 	}
 	return false
 }
+
+// TestNowFractionalSeconds: NOW(6) carries microseconds (the operator maps a
+// replica's performance_schema timestamps onto its own clock with it), NOW()
+// none, and a precision above 6 is refused as MySQL refuses it.
+func TestNowFractionalSeconds(t *testing.T) {
+	srv := simtest.Start(t, mysqlsim.Config{})
+	db := open(t, srv.Addr(), simtest.AdminUser, simtest.AdminPass, nil, false)
+	before := time.Now().UTC().Truncate(time.Microsecond)
+	var six, zero string
+	if err := db.QueryRow("SELECT NOW(6)").Scan(&six); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.QueryRow("SELECT NOW()").Scan(&zero); err != nil {
+		t.Fatal(err)
+	}
+	after := time.Now().UTC()
+	got, err := time.Parse("2006-01-02 15:04:05.000000", six)
+	if err != nil {
+		t.Fatalf("NOW(6) = %q: %v", six, err)
+	}
+	if got.Before(before) || got.After(after) {
+		t.Fatalf("NOW(6) = %s, want between %s and %s", got, before, after)
+	}
+	if _, err := time.Parse("2006-01-02 15:04:05", zero); err != nil {
+		t.Fatalf("NOW() = %q, want no fraction: %v", zero, err)
+	}
+	if _, err := db.Exec("SELECT NOW(7)"); myErrNo(err) != 1426 {
+		t.Fatalf("NOW(7): %v, want 1426", err)
+	}
+}
