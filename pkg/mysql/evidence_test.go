@@ -47,8 +47,13 @@ func TestReplicationEvidenceAgainstTheSimulator(t *testing.T) {
 	if e.LastQueuedCommit.IsZero() || e.LastQueuedEnd.IsZero() || !e.LastAppliedCommit.Equal(e.LastQueuedCommit) || e.Now.IsZero() {
 		t.Fatalf("evidence %+v", e)
 	}
-	if d := time.Since(e.Now); d < -2*time.Second || d > 2*time.Second {
-		t.Fatalf("the replica's NOW(6) %s is not its clock (this host's: %s)", e.Now, time.Now().UTC())
+	// The replica's NOW(6) is its clock (the same host's here): inside the
+	// window the read took, to the microsecond.
+	before := time.Now().Truncate(time.Microsecond)
+	clock, err := cr.ReplicationEvidence(ctx)
+	after := time.Now()
+	if err != nil || clock.Now.Before(before) || clock.Now.After(after) {
+		t.Fatalf("the replica's NOW(6) %s is not its clock: read between %s and %s (%v)", clock.Now, before.UTC(), after.UTC(), err)
 	}
 	// Idle primary: heartbeats every SOURCE_HEARTBEAT_PERIOD (1 s).
 	waitFor(t, "a heartbeat after the last queued transaction", func() (bool, string) {
@@ -64,7 +69,7 @@ func TestReplicationEvidenceAgainstTheSimulator(t *testing.T) {
 		return err == nil && rs != nil && rs.ReplicaIORunning == "Connecting", "not Connecting"
 	})
 	kept, err := cr.ReplicationEvidence(ctx)
-	if err != nil || !kept.LastHeartbeat.Equal(e.LastHeartbeat) && kept.LastHeartbeat.Before(e.LastHeartbeat) || kept.LastQueued != last() || kept.LastHeartbeat.IsZero() {
+	if err != nil || kept.LastHeartbeat.Before(e.LastHeartbeat) || kept.LastQueued != last() || kept.LastHeartbeat.IsZero() {
 		t.Fatalf("evidence after the source stopped: %+v (%v), before: %+v", kept, err, e)
 	}
 	if err := p.Restart(); err != nil {
