@@ -593,22 +593,8 @@ func TestCloneCopiesAccounts(t *testing.T) {
 	recipient := simtest.Start(t, mysqlsim.Config{})
 	mustExec(t, adminDB(t, donor), "CREATE USER 'fromdonor'@'%' IDENTIFIED BY 'donor-pw'")
 	mustExec(t, adminDB(t, donor), "GRANT PROCESS ON *.* TO 'fromdonor'@'%'")
-	recDB := adminDB(t, recipient)
-	mustExec(t, recDB, "CREATE USER 'mine'@'%' IDENTIFIED BY 'mine-pw'")
-	h, p := hostPort(t, donor)
-	mustExec(t, recDB, "SET GLOBAL clone_valid_donor_list = ?", h+":"+p)
-	conn, err := recDB.Conn(ctx(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, _ = conn.ExecContext(ctx(t), fmt.Sprintf("CLONE INSTANCE FROM '%s'@'%s':%s IDENTIFIED BY '%s' REQUIRE NO SSL",
-		simtest.ReplUser, h, p, simtest.ReplPass))
-	conn.Close()
-	want := donor.Snapshot().Executed
-	eventually(t, 10*time.Second, "recipient restarted with the donor's GTIDs", func() (bool, string) {
-		s := recipient.Snapshot()
-		return s.Running && s.Executed.Equal(want), s.String()
-	})
+	mustExec(t, adminDB(t, recipient), "CREATE USER 'mine'@'%' IDENTIFIED BY 'mine-pw'")
+	cloneFrom(t, recipient, donor) // clone_test.go
 	wantLogin(t, recipient.Addr(), "fromdonor", "donor-pw", nil, "fromdonor@%")
 	wantDenied(t, recipient.Addr(), "mine", "mine-pw", nil)
 	if got := grants(t, adminDB(t, recipient), "fromdonor"); len(got) != 1 || got[0] != "GRANT PROCESS ON *.* TO `fromdonor`@`%`" {

@@ -595,21 +595,8 @@ func TestCloneRemovesRecipientBinlog(t *testing.T) {
 	writeRows(t, adminDB(t, donor), 3)
 	own := commit(t, adminDB(t, recipient), "CREATE DATABASE replaced")
 	mustExec(t, adminDB(t, recipient), "FLUSH BINARY LOGS")
-	h, p := hostPort(t, donor)
-	recDB := adminDB(t, recipient)
-	mustExec(t, recDB, "SET GLOBAL clone_valid_donor_list = ?", h+":"+p)
-	conn, err := recDB.Conn(ctx(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, _ = conn.ExecContext(ctx(t), fmt.Sprintf("CLONE INSTANCE FROM '%s'@'%s':%s IDENTIFIED BY '%s' REQUIRE NO SSL",
-		simtest.ReplUser, h, p, simtest.ReplPass))
-	conn.Close()
+	cloneFrom(t, recipient, donor) // clone_test.go
 	want := donor.Snapshot().Executed
-	eventually(t, 10*time.Second, "recipient restarted with the donor's GTIDs", func() (bool, string) {
-		s := recipient.Snapshot()
-		return s.Running && s.Executed.Equal(want), s.String()
-	})
 	logs := showRows(t, adminDB(t, recipient), "SHOW BINARY LOGS")
 	l := parseBinlogDir(t, recDir)
 	if len(logs) != 1 || !reflect.DeepEqual(l.files, []string{"binlog.000001"}) || len(l.txns) != 0 {
