@@ -7,7 +7,6 @@ package apitest
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -179,12 +178,3 @@ func kubectl(t *testing.T, args ...string) (string, error) {
 }
 
 func samplesDir() string { return filepath.Join(framework.RepoRoot(), "deploy", "samples") }
-
-func readSample(t *testing.T, name string) string {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join(samplesDir(), name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
-}

@@ -86,17 +86,6 @@ func promoted(s v1alpha1.TransitionStep) bool {
 	return false
 }
 
-// lastContact is when the operator last heard from a site.
-func (d *decider) lastContact(site string) time.Time {
-	if o := d.in.Observed[site].Last; o != nil {
-		return o.At
-	}
-	if p := d.prevSite(site); p != nil && p.LastSeenTime != nil {
-		return p.LastSeenTime.Time
-	}
-	return d.in.Now
-}
-
 // seenOn is the last GTID set the operator saw on a site (memory first).
 func (d *decider) seenOn(site string) gtid.Set {
 	if o := d.in.Observed[site].Last; o != nil {

@@ -55,9 +55,6 @@ func accountKey(user, host string) string { return user + "@" + strings.ToLower(
 
 func (a *account) key() string { return accountKey(a.user, a.host) }
 
-// name is the account as MySQL's messages print it: 'user'@'host'.
-func (a *account) name() string { return "'" + a.user + "'@'" + a.host + "'" }
-
 func newAccount(user, host string) *account {
 	return &account{
 		user: user, host: host, plugin: CachingSHA2Password, pwChanged: time.Now().UTC().Truncate(time.Second),

@@ -208,7 +208,6 @@ type dumper struct {
 	sent     gtid.Set // have plus every GTID sent since
 	file     string
 	pos      int64
-	clearFD  bool // the first file's format description goes with log_pos 0
 	lastFile string
 	lastPos  int64
 }

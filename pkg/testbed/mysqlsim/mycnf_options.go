@@ -20,7 +20,6 @@ type startupOptions struct {
 	maxBinlogSize          *int64
 	binlogExpire           *int64
 	maxConnections         *int64
-	cloneValidDonorList    *string
 	// pluginOptions are options of loadable plugins (clone-*), valid only
 	// when the plugin is loaded; checked once plugins are known.
 	pluginOptions []pluginOption

@@ -144,13 +144,3 @@ func (sess *session) clientHost() string {
 	}
 	return sess.host
 }
-
-// actAsLocked gives sess the privileges of the account 'user'@'host', as if
-// it had logged in as it (the entrypoint's scripts run as root).
-func (s *Server) actAsLocked(sess *session, user, host string) *session {
-	sess.user.Name, sess.acctHost = user, host
-	if a := s.st.accounts[accountKey(user, host)]; a != nil {
-		sess.privs.Store(loginPrivs(a))
-	}
-	return sess
-}

@@ -12,41 +12,40 @@ import (
 // connection metadata (CHANGE REPLICATION SOURCE TO), relay log and thread
 // states. It is part of the on-disk state.
 type channel struct {
-	host                  string
-	port                  int
-	user, password        string
-	autoPosition          bool
-	ssl, sslVerify        bool
-	sslCA, sslCert        string
-	sslKey                string
-	connectRetry          int
-	retryCount            int
-	delay                 int // SOURCE_DELAY seconds
-	getPublicKey          bool
-	heartbeat             float64
-	ioWanted, sqlWanted   bool // START REPLICA was given (threads restart with the server)
-	ioState               string
-	ioRunning             string // Yes, No, Connecting
-	sqlRunning            bool
-	retrieved             gtid.Set   // what the relay log holds (relaylog.go)
-	relay                 []relayTxn // received, not yet applied, in order
-	applier               applierPos // on disk: where the applier is in the relay log
-	srcFile               string     // source's binary log file and position the receiver read up to
-	srcPos                int64
-	stats                 replStats // performance_schema figures (memory only)
-	sourceUUID            string
-	sourceServerID        uint64
-	lastIOErrno           int
-	lastIOError           string
-	lastIOErrorTime       time.Time
-	lastSQLErrno          int
-	lastSQLError          string
-	lastSQLErrorTime      time.Time
-	sqlState              string
-	delayUntil            time.Time // applier waiting for SOURCE_DELAY or injected lag
-	injectedApplyLag      time.Duration
-	ioStop, sqlStop       chan struct{}
-	receiverSessionSource string // address dialled
+	host                string
+	port                int
+	user, password      string
+	autoPosition        bool
+	ssl, sslVerify      bool
+	sslCA, sslCert      string
+	sslKey              string
+	connectRetry        int
+	retryCount          int
+	delay               int // SOURCE_DELAY seconds
+	getPublicKey        bool
+	heartbeat           float64
+	ioWanted, sqlWanted bool // START REPLICA was given (threads restart with the server)
+	ioState             string
+	ioRunning           string // Yes, No, Connecting
+	sqlRunning          bool
+	retrieved           gtid.Set   // what the relay log holds (relaylog.go)
+	relay               []relayTxn // received, not yet applied, in order
+	applier             applierPos // on disk: where the applier is in the relay log
+	srcFile             string     // source's binary log file and position the receiver read up to
+	srcPos              int64
+	stats               replStats // performance_schema figures (memory only)
+	sourceUUID          string
+	sourceServerID      uint64
+	lastIOErrno         int
+	lastIOError         string
+	lastIOErrorTime     time.Time
+	lastSQLErrno        int
+	lastSQLError        string
+	lastSQLErrorTime    time.Time
+	sqlState            string
+	delayUntil          time.Time // applier waiting for SOURCE_DELAY or injected lag
+	injectedApplyLag    time.Duration
+	ioStop, sqlStop     chan struct{}
 }
 
 // newChannel is a channel with MySQL's defaults; CHANGE REPLICATION SOURCE

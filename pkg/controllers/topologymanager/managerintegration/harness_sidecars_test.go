@@ -265,13 +265,6 @@ func (f *fabric) stopSidecar(hs *harnessSite) {
 	}
 }
 
-// sidecarRunning reports whether hs's sidecar process runs.
-func (hs *harnessSite) sidecarRunning() bool {
-	hs.scMu.Lock()
-	defer hs.scMu.Unlock()
-	return hs.scStop != nil
-}
-
 // harnessLogger discards the sidecars' and simulators' records unless
 // HARNESS_REAL_LOGS is set: then they go to stderr, tagged with the
 // sequence's namespace, to follow one sequence's fences.

@@ -136,19 +136,6 @@ func putLenenc(b []byte, v uint64) []byte {
 	return binary.LittleEndian.AppendUint64(append(b, 0xfe), v)
 }
 
-// lenencSize is the number of bytes putLenenc uses for v.
-func lenencSize(v uint64) int {
-	switch {
-	case v < 251:
-		return 1
-	case v < 1<<16:
-		return 3
-	case v < 1<<24:
-		return 4
-	}
-	return 9
-}
-
 // readLenenc reads a length-encoded integer; n is 0 when b is too short.
 func readLenenc(b []byte) (v uint64, n int) {
 	if len(b) == 0 {
