@@ -8,7 +8,7 @@ export BIN_DIR
 # run bounded so a hung test fails instead of stalling CI.
 TEST_TIMEOUT ?= 20m
 
-.PHONY: all build tools test unit soak generate verify fmt vet playground playground-up playground-down e2e clean
+.PHONY: all build tools test unit soak mutation-check generate verify fmt vet playground playground-up playground-down e2e clean
 
 all: build
 
@@ -30,13 +30,18 @@ test: tools
 unit:
 	$(GO) test -count=1 -short ./...
 
-## soak: both invariant harnesses, longer than CI runs them (docs/testing.md); logs in bin/soak
+## soak: both invariant harnesses, longer than CI runs them and on fresh seeds (SOAK_SEED_BASE, default from the clock; docs/testing.md); logs in bin/soak
 SOAK_SEQUENCES ?= 100000
 SOAK_REAL_SEQUENCES ?= 300
+SOAK_SEED_BASE ?= clock
 soak: tools
 	@mkdir -p $(BIN_DIR)/soak
-	set -o pipefail; HARNESS_SEQUENCES=$(SOAK_SEQUENCES) $(GO) test -count=1 -timeout 3h -run '^TestInvariantHarness$$' -v ./pkg/topology/ | tee $(BIN_DIR)/soak/decision.log | grep -E '^(---|ok|FAIL)|harness_test.go'
-	set -o pipefail; HARNESS_REAL_SEQUENCES=$(SOAK_REAL_SEQUENCES) $(GO) test -count=1 -timeout 3h -run '^TestRealInvariantHarness$$' -v ./pkg/controllers/topologymanager/managerintegration/ | tee $(BIN_DIR)/soak/real.log | grep -E '^(--- FAIL|ok|FAIL)|harness_(test|outcomes_test).go:[0-9]+: (fault |outcomes|[0-9]+ real|seed [0-9]+: [a-z])'
+	set -o pipefail; HARNESS_SEED_BASE=$(SOAK_SEED_BASE) HARNESS_SEQUENCES=$(SOAK_SEQUENCES) $(GO) test -count=1 -timeout 3h -run '^TestInvariantHarness$$' -v ./pkg/topology/ | tee $(BIN_DIR)/soak/decision.log | grep -E '^(---|ok|FAIL)|harness_(test|soak_test).go'
+	set -o pipefail; HARNESS_REAL_SEED_BASE=$(SOAK_SEED_BASE) HARNESS_REAL_SEQUENCES=$(SOAK_REAL_SEQUENCES) $(GO) test -count=1 -timeout 3h -run '^TestRealInvariantHarness$$' -v ./pkg/controllers/topologymanager/managerintegration/ | tee $(BIN_DIR)/soak/real.log | grep -E '^(--- FAIL|ok|FAIL)|harness_soak_test.go|harness_(test|outcomes_test).go:[0-9]+: (fault |outcomes|[0-9]+ real|seed [0-9]+: [a-z])'
+
+## mutation-check: the mutation table (scripts/mutations, docs/testing.md): each mutation alone on a scratch copy, caught or not; outside CI. MUTATION_ARGS passes flags (e.g. -only '^20-' or -from HEAD)
+mutation-check: tools
+	scripts/mutation-check $(MUTATION_ARGS)
 
 ## generate: regenerate deepcopy, clientset, listers, informers and CRD manifests
 generate:

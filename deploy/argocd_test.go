@@ -107,6 +107,8 @@ func TestArgoCDHealthCheck(t *testing.T) {
 		{"Ready False before the first active site", notBootstrapped, "Progressing", "NoWritablePrimary"},
 		{"EncryptionAtRestReady False", with(healthy(), cond(v1alpha1.ConditionEncryptionAtRestReady, metav1.ConditionFalse, v1alpha1.ReasonKeyringNotSealed)), "Degraded", "EncryptionAtRestReady"},
 		{"EncryptionAtRestReady True/AllSitesSealed", with(healthy(), cond(v1alpha1.ConditionEncryptionAtRestReady, metav1.ConditionTrue, v1alpha1.ReasonAllSitesSealed)), "Healthy", ""},
+		{"TLSReady False/TLSVerificationFailed", with(healthy(), cond(v1alpha1.ConditionTLSReady, metav1.ConditionFalse, v1alpha1.ReasonTLSVerificationFailed)), "Degraded", "TLSReady"},
+		{"TLSReady True/Verified", with(healthy(), cond(v1alpha1.ConditionTLSReady, metav1.ConditionTrue, v1alpha1.ReasonTLSVerified)), "Healthy", ""},
 	}
 	for _, c := range cases {
 		var obj any = groupAt(c.status)

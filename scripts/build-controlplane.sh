@@ -8,6 +8,8 @@
 #   kwok                                                             (sigs.k8s.io/kwok, pinned below)
 #   promtool                                                         (github.com/prometheus/prometheus, pinned below;
 #                                                                     tests the alerting rules of deploy/components/monitoring)
+#   versitygw                                                        (github.com/versity/versitygw, pinned below; the S3
+#                                                                     server of the backup store tests, pkg/testbed/s3server)
 #
 # Binaries land in $BIN_DIR (default: <repo>/bin, git-ignored). Each binary
 # has a stamp file recording the pinned version it was built from; a binary
@@ -19,6 +21,7 @@ repo=$(cd "$(dirname "$0")/.." && pwd)
 BIN_DIR=${BIN_DIR:-$repo/bin}
 KWOK_VERSION=v0.8.0
 PROMTOOL_VERSION=v0.316.0
+VERSITYGW_VERSION=v1.8.0
 tools=$repo/tools/controlplane
 mkdir -p "$BIN_DIR"
 
@@ -36,6 +39,7 @@ pin() {
     etcd) echo "etcd $etcd_version $go_version" ;;
     kwok) echo "kwok $KWOK_VERSION $go_version" ;;
     promtool) echo "promtool $PROMTOOL_VERSION $go_version" ;;
+    versitygw) echo "versitygw $VERSITYGW_VERSION $go_version" ;;
     *) echo "$1 $k8s_version $go_version $(sha256sum "$tools/go.sum" | cut -c1-16)" ;;
   esac
 }
@@ -90,6 +94,13 @@ if up_to_date promtool; then
 else
   timed "promtool $PROMTOOL_VERSION" env GOBIN="$BIN_DIR" go install -trimpath -ldflags "-s -w" "github.com/prometheus/prometheus/cmd/promtool@$PROMTOOL_VERSION"
   stamp promtool
+fi
+
+if up_to_date versitygw; then
+  log "versitygw is up to date ($VERSITYGW_VERSION)"
+else
+  timed "versitygw $VERSITYGW_VERSION" env GOBIN="$BIN_DIR" go install -trimpath -ldflags "-s -w" "github.com/versity/versitygw/cmd/versitygw@$VERSITYGW_VERSION"
+  stamp versitygw
 fi
 
 # kwok needs its stage definitions (fake node heartbeat, pod readiness); they

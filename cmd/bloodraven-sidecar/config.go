@@ -27,7 +27,9 @@ type options struct {
 	mysqlPIDFile               string
 	mysqlUser, mysqlUserFile   string
 	mysqlPasswordFile          string
+	mysqlPasswordDir           string
 	mysqlPassword              string // only from the environment, never a flag
+	mysqlTLSDir                string
 	siteAddresses              string
 	logLevel                   slog.Level
 	mysqlAddrSet, peerSitesSet bool
@@ -59,6 +61,8 @@ func parse(args []string, getenv func(string) string) (options, error) {
 	fs.StringVar(&o.mysqlUser, "mysql-user", env(protocol.EnvMySQLUser, ""), "MySQL user, the operator Secret's username ($"+protocol.EnvMySQLUser+")")
 	fs.StringVar(&o.mysqlUserFile, "mysql-user-file", env(protocol.EnvMySQLUserFile, ""), "file holding the MySQL user, e.g. the mounted operator Secret's username key ($"+protocol.EnvMySQLUserFile+")")
 	fs.StringVar(&o.mysqlPasswordFile, "mysql-password-file", env(protocol.EnvMySQLPasswordFile, ""), "file holding the MySQL password, e.g. the mounted operator Secret's password key ($"+protocol.EnvMySQLPasswordFile+"); otherwise $"+protocol.EnvMySQLPassword)
+	fs.StringVar(&o.mysqlPasswordDir, "mysql-password-dir", env(protocol.EnvMySQLPasswordDir, ""), "directory of the mounted sidecars' password Secret, re-read for every new MySQL connection so that a password rotation needs no restart; the password above until it exists ($"+protocol.EnvMySQLPasswordDir+")")
+	fs.StringVar(&o.mysqlTLSDir, "mysql-tls-dir", env(protocol.EnvMySQLTLSDir, ""), "directory of the mounted spec.tls Secret (ca.crt, tls.crt, tls.key): connect to mysqld with TLS verified against ca.crt and the site's internal Service name, and reload mysqld's TLS when the files change ($"+protocol.EnvMySQLTLSDir+"; none: no TLS)")
 	fs.StringVar(&o.siteAddresses, "dev-site-addresses", env(devsitemap.EnvVar, ""), "development-only site-address map file ($"+devsitemap.EnvVar+")")
 	level := fs.String("log-level", env(protocol.EnvLogLevel, "info"), "debug, info, warn or error ($"+protocol.EnvLogLevel+")")
 	if err := fs.Parse(args); err != nil {
@@ -108,6 +112,10 @@ func (o options) sidecarConfig() (sidecar.Config, error) {
 	}
 	cfg.MySQL = mysql.Options{Addr: o.mysqlAddr, User: user, Password: pass, Program: sidecar.Program}
 	cfg.MySQLAdminAddr, cfg.MySQLPIDFile = o.mysqlAdminAddr, o.mysqlPIDFile
+	cfg.TLSDir = o.mysqlTLSDir
+	if o.mysqlPasswordDir != "" {
+		cfg.MySQL.PasswordSource = sidecar.NewPasswordFile(o.mysqlPasswordDir, pass).Password
+	}
 
 	var resolver siteaddr.Resolver = siteaddr.Cluster{SidecarPort: protocol.SidecarPort}
 	var dev *devsitemap.Map

@@ -18,6 +18,8 @@ import (
 
 	shipv1alpha1 "github.com/shipstream/bloodraven/generated/informers/externalversions/shipstream/v1alpha1"
 	"github.com/shipstream/bloodraven/pkg/auxiliary"
+	"github.com/shipstream/bloodraven/pkg/backup/upload"
+	"github.com/shipstream/bloodraven/pkg/controllers/backup"
 	"github.com/shipstream/bloodraven/pkg/controllers/database"
 	"github.com/shipstream/bloodraven/pkg/controllers/groupobjects"
 	"github.com/shipstream/bloodraven/pkg/controllers/leaserevocation"
@@ -29,7 +31,12 @@ import (
 	"github.com/shipstream/bloodraven/pkg/protocol"
 )
 
-func main() { os.Exit(run()) }
+func main() {
+	if len(os.Args) > 1 && os.Args[1] == upload.Command {
+		os.Exit(runEncryptUpload(os.Args[1:])) // the backup Job's upload step, not the operator
+	}
+	os.Exit(run())
+}
 
 func run() int {
 	cfg, err := operator.ParseConfig(os.Args[1:], os.Getenv, os.Stderr)
@@ -82,7 +89,9 @@ func registerModules(p *operator.Process) error {
 		build   func() (operator.Controller, error)
 		workers int
 	}{
-		{func() (operator.Controller, error) { return database.New(d, database.Options{}) }, p.Config.Workers},
+		{func() (operator.Controller, error) {
+			return database.New(d, database.Options{Resolver: p.Resolver, StatementTimeout: p.Config.LeaderElection.StatementTimeout(), Leadership: p.MayMutate})
+		}, p.Config.Workers},
 		{func() (operator.Controller, error) {
 			return groupobjects.New(d, groupobjects.Options{
 				SidecarImage: p.Config.SidecarImage, OperatorEndpoint: p.Config.SidecarOperatorEndpoint,
@@ -94,11 +103,26 @@ func registerModules(p *operator.Process) error {
 				StatementTimeout:  p.Config.LeaderElection.StatementTimeout(),
 				Metrics:           topologymanager.NewMetrics(p.Metrics.Registry),
 				AutomaticFailover: p.Config.AutomaticFailover,
+				Leadership:        p.MayMutate,
+				RotationOverlap:   devRotationOverlap(os.Getenv),
 			})
 		}, p.Config.TopologyWorkers},
 		{func() (operator.Controller, error) {
 			return leaserevocation.New(d, leaserevocation.Options{Store: store})
 		}, p.Config.Workers},
+	}
+	if img := p.Config.BackupUploadImage; img != "" {
+		// Stamps are read from S3 with the profile's credentials Secret;
+		// the operator mounts no claims, so PVC profiles are refused
+		// (StorageUnsupported) before a Job starts.
+		controllers = append(controllers, struct {
+			build   func() (operator.Controller, error)
+			workers int
+		}{func() (operator.Controller, error) {
+			return backup.New(d, backup.Options{Image: img, Results: backup.StoreResults{}})
+		}, p.Config.Workers})
+	} else {
+		p.Log.Warn("no --backup-upload-image: MysqlBackups are not acted on (the backup controller is not started)")
 	}
 	for _, c := range controllers {
 		ctrl, err := c.build()

@@ -59,7 +59,7 @@ func TestOperatorRunsWithTheInstalledRBAC(t *testing.T) {
 	bin := buildOperator(t)
 	ns := cp.NewNamespace(t)
 	kubeconfig := serviceAccountKubeconfig(t, "bloodraven", "bloodraven")
-	o := startOperator(t, bin, ns, "op-rbac", writeCert(t), "--kubeconfig="+kubeconfig, "--leader-elect-namespace=bloodraven", "--leader-elect-name=rbac-test-leader")
+	o := startOperator(t, bin, ns, "op-rbac", writeCert(t), "--kubeconfig="+kubeconfig, "--leader-elect-namespace=bloodraven", "--leader-elect-name=rbac-test-leader", "--backup-upload-image=ghcr.io/shipstream/bloodraven:test")
 	waitUntil(t, "the operator to lead", 30*time.Second, o.leading)
 
 	ship, err := versioned.NewForConfig(cp.Config)
@@ -99,6 +99,7 @@ func TestOperatorRunsWithTheInstalledRBAC(t *testing.T) {
 		svcs, err3 := cp.Client().CoreV1().Services(ns).List(ctx, sel)
 		return err1 == nil && err2 == nil && err3 == nil && len(sts.Items) == 2 && len(cms.Items) == 2 && len(svcs.Items) > 2
 	})
+	backupWaitsForItsProfile(t, ship, ns, "orders")
 	exerciseDeployAPI(t, o, ns)
 	revokeByAnnotation(t, ship, ns, "orders")
 	for _, line := range strings.Split(o.stdout.String(), "\n") {
@@ -107,6 +108,28 @@ func TestOperatorRunsWithTheInstalledRBAC(t *testing.T) {
 		}
 	}
 	assertJSONLogs(t, o)
+}
+
+// The backup controller runs under the same RBAC: it watches MysqlBackups,
+// writes their status and records the Warning Event of a profile the group
+// does not have.
+func backupWaitsForItsProfile(t *testing.T, ship versioned.Interface, ns, group string) {
+	t.Helper()
+	ctx := context.Background()
+	b := &v1alpha1.MysqlBackup{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "adhoc"}}
+	b.Spec.FailoverGroupRef.Name = group
+	b.Spec.ProfileName = "nightly"
+	if _, err := ship.ShipstreamV1alpha1().MysqlBackups(ns).Create(ctx, b, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "the backup's WaitingForProfile status", 30*time.Second, func() bool {
+		got, err := ship.ShipstreamV1alpha1().MysqlBackups(ns).Get(ctx, b.Name, metav1.GetOptions{})
+		return err == nil && got.Status.Phase == v1alpha1.PhasePending && got.Status.PendingReason == "WaitingForProfile"
+	})
+	waitUntil(t, "a BackupDeferredProfileNotFound Event", 30*time.Second, func() bool {
+		list, err := cp.Client().CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("reason", v1alpha1.EventBackupDeferredProfileNotFound).String()})
+		return err == nil && len(list.Items) > 0
+	})
 }
 
 func twoSiteGroup(ns, name string) *v1alpha1.MysqlFailoverGroup {

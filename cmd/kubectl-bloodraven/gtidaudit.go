@@ -129,7 +129,11 @@ func (a *app) gtidAudit(ctx context.Context, k *kubeFlags, group, devMap, output
 		if err != nil {
 			return nil, err
 		}
-		cl, err := mysql.Open(mysql.Options{Addr: addr, User: user, Password: pass, Program: auditProgram})
+		tlsCfg, err := c.siteTLS(ctx, g, site) // gtidaudit_tls.go
+		if err != nil {
+			return nil, err
+		}
+		cl, err := mysql.Open(mysql.Options{Addr: addr, User: user, Password: pass, Program: auditProgram, TLS: tlsCfg})
 		if err != nil {
 			return nil, fmt.Errorf("site %s: %w", site, err)
 		}

@@ -36,9 +36,10 @@ type auditSites struct {
 func (e *env) stageAudit() *auditSites {
 	e.t.Helper()
 	s := &auditSites{t: e.t, sims: map[string]*mysqlsim.Server{}}
+	serving, tlsSecret := sampleTLS(e.t, e.ns) // the sample's spec.tls (gtidaudit_tls_test.go)
 	var entries []devsitemap.Entry
 	for _, site := range []string{"iad", "pdx", "reader"} {
-		srv := simtest.Start(e.t, mysqlsim.Config{Name: site, SuperReadOnly: site != "iad", ReadOnly: site != "iad"})
+		srv := simtest.Start(e.t, mysqlsim.Config{Name: site, SuperReadOnly: site != "iad", ReadOnly: site != "iad", TLS: serving})
 		s.sims[site] = srv
 		entries = append(entries, devsitemap.Entry{Site: siteaddr.SiteKey{Namespace: e.ns, Group: "orders", Site: site}, MySQL: srv.Addr()})
 	}
@@ -57,6 +58,9 @@ func (e *env) stageAudit() *auditSites {
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: e.group().Spec.Credentials.OperatorSecretName, Namespace: e.ns},
 		Data: map[string][]byte{secretKeyUsername: []byte(simtest.AdminUser), secretKeyPassword: []byte(simtest.AdminPass)}}
 	if _, err := kube.CoreV1().Secrets(e.ns).Create(context.Background(), secret, metav1.CreateOptions{}); err != nil {
+		e.t.Fatal(err)
+	}
+	if _, err := kube.CoreV1().Secrets(e.ns).Create(context.Background(), tlsSecret, metav1.CreateOptions{}); err != nil {
 		e.t.Fatal(err)
 	}
 	e.stage(func(st *v1alpha1.MysqlFailoverGroupStatus) { st.ActiveSite = "iad" })

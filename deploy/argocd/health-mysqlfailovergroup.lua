@@ -10,8 +10,8 @@
 --   4. Ready: True/Healthy is Healthy. False before the first active site
 --      is published is Progressing (bootstrap); False afterwards is
 --      Degraded (NoWritablePrimary, ReplicationUnhealthy).
---   5. EncryptionAtRestReady and PITRArchiveReady, when present, are
---      abnormal when False.
+--   5. EncryptionAtRestReady, PITRArchiveReady and TLSReady (a site
+--      refused over TLS), when present, are abnormal when False.
 local hs = {}
 
 local function conditions(obj)
@@ -80,7 +80,7 @@ if ready.status ~= "True" then
   return hs
 end
 
-for _, t in ipairs({"EncryptionAtRestReady", "PITRArchiveReady"}) do
+for _, t in ipairs({"EncryptionAtRestReady", "PITRArchiveReady", "TLSReady"}) do
   if c[t] ~= nil and c[t].status == "False" then
     hs.status = "Degraded"
     hs.message = describe(c[t])

@@ -35,6 +35,9 @@ func TestMain(m *testing.M) {
 		// Faster detection than the sample's defaults keeps the suite short.
 		GroupPatch:   `{"spec":{"pollInterval":"1s","failureThreshold":3,"failoverCooldown":"30s"}}`,
 		FaultProxies: true,
+		// A rotation's overlap short enough for TestRotationUnderWriteLoad
+		// (development only: docs/credentials.md, "Rotation").
+		OperatorEnv: []string{"BLOODRAVEN_DEV_ROTATION_OVERLAP=15s"},
 	})
 	cancel()
 	if err != nil {

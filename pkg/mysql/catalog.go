@@ -131,13 +131,17 @@ var (
 	StmtChangeSource = Statement{
 		Name: "change-source",
 		SQL: "CHANGE REPLICATION SOURCE TO SOURCE_HOST = {host}, SOURCE_PORT = {port}, SOURCE_USER = {user}, " +
-			"SOURCE_PASSWORD = {password}, SOURCE_AUTO_POSITION = 1, SOURCE_SSL = {ssl}, " +
+			"SOURCE_PASSWORD = {password}, SOURCE_AUTO_POSITION = 1, SOURCE_SSL = {ssl}, SOURCE_SSL_CA = {sslCA}, " +
+			"SOURCE_SSL_VERIFY_SERVER_CERT = {sslVerify}, " +
 			"SOURCE_CONNECT_RETRY = {connectRetry}, SOURCE_RETRY_COUNT = {retryCount}, GET_SOURCE_PUBLIC_KEY = 1, " +
 			"SOURCE_HEARTBEAT_PERIOD = 1",
 		// SOURCE_HEARTBEAT_PERIOD = 1: an idle source sends a heartbeat every
 		// second, so a replica whose my.cnf sets replica-net-timeout=5 notices a
 		// dead or partitioned source within 5 s (MySQL reconnects after
 		// replica_net_timeout without an event or heartbeat).
+		// SOURCE_SSL_CA and SOURCE_SSL_VERIFY_SERVER_CERT = 1: with spec.tls
+		// the receiver checks the source's certificate against the group's
+		// CA and SOURCE_HOST, the source's internal Service name (docs/tls.md).
 		Purpose:          "Repoint a replica (or a returning old primary) to the active site by GTID auto-position.",
 		NeedsReplication: true,
 	}
@@ -194,12 +198,13 @@ var (
 
 // Catalog lists every statement the product sends.
 func Catalog() []Statement {
-	return []Statement{
+	return append([]Statement{
 		StmtObserve, StmtReplicaStatus, StmtSetLockWaitTimeout, StmtFence, StmtUnfence, StmtStopReplica, StmtStopReplicaIOThread,
 		StmtStartReplica, StmtResetReplicaAll, StmtChangeSource, StmtWaitForGTIDSet, StmtGTIDSubtract,
 		StmtGTIDSubset, StmtConnectionID, StmtListSessions, StmtKillConnection, StmtSetCloneDonorList, StmtClone,
 		StmtStartReplicaSQLThread, StmtNow, StmtConnectionStatus, StmtApplierByWorker,
-	}
+		StmtReloadTLS, // tls.go
+	}, AccountCatalog()...) // accounts.go
 }
 
 // Literal values for Render.

@@ -292,8 +292,12 @@ type Source struct {
 	Host, User, Password string
 	Port                 int
 	SSL                  bool
-	ConnectRetry         time.Duration // SOURCE_CONNECT_RETRY, whole seconds, default 10s
-	RetryCount           int           // SOURCE_RETRY_COUNT, default 86400
+	// SSLCA is SOURCE_SSL_CA, the CA file (a path on the replica's host)
+	// the receiver verifies the source's certificate and its name
+	// (SOURCE_SSL_VERIFY_SERVER_CERT = 1) against; empty: not verified.
+	SSLCA        string
+	ConnectRetry time.Duration // SOURCE_CONNECT_RETRY, whole seconds, default 10s
+	RetryCount   int           // SOURCE_RETRY_COUNT, default 86400
 }
 
 func (s Source) validate() error {
@@ -322,13 +326,16 @@ func (c *Client) ChangeSource(ctx context.Context, src Source) error {
 	if count <= 0 {
 		count = 86400
 	}
-	ssl := Int(0)
+	ssl, verify := Int(0), Int(0)
 	if src.SSL {
 		ssl = 1
 	}
+	if src.SSL && src.SSLCA != "" {
+		verify = 1
+	}
 	text, err := StmtChangeSource.Render(map[string]any{
 		"host": Str(src.Host), "port": Int(src.Port), "user": Str(src.User), "password": Str(src.Password),
-		"ssl": ssl, "connectRetry": Int(retry), "retryCount": Int(count),
+		"ssl": ssl, "sslCA": Str(src.SSLCA), "sslVerify": verify, "connectRetry": Int(retry), "retryCount": Int(count),
 	})
 	if err != nil {
 		return c.wrap(StmtChangeSource, err)

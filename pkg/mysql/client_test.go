@@ -219,6 +219,13 @@ func TestCatalogAgainstSimulator(t *testing.T) {
 				t.Fatalf("our own session must survive eviction: %v", err)
 			}
 
+			// RELOAD TLS (tls.go): this server's TLS comes from Config.TLS,
+			// no files, so the reload succeeds and changes nothing.
+			if err := admin.ReloadTLS(ctx); err != nil {
+				t.Fatalf("ALTER INSTANCE RELOAD TLS: %v", err)
+			}
+			covered[mysql.StmtReloadTLS.Name] = true
+
 			// clone donor list
 			if err := admin.SetCloneDonorList(ctx, "10.0.0.1:3306"); err != nil {
 				t.Fatal(err)
@@ -228,6 +235,11 @@ func TestCatalogAgainstSimulator(t *testing.T) {
 				t.Fatalf("clone_valid_donor_list = %q %v", list, err)
 			}
 			covered[mysql.StmtSetCloneDonorList.Name] = true
+
+			// account statements (accounts_test.go)
+			for _, n := range exerciseAccounts(t, admin, func(u, p string) error { return client(t, srv, u, p, tc, m.interpolate).Ping(ctx) }) {
+				covered[n] = true
+			}
 		})
 	}
 	for _, st := range mysql.Catalog() {
@@ -240,13 +252,15 @@ func TestCatalogAgainstSimulator(t *testing.T) {
 func TestRenderQuotesValues(t *testing.T) {
 	got, err := mysql.StmtChangeSource.Render(map[string]any{
 		"host": mysql.Str("h'; DROP TABLE x; --"), "port": mysql.Int(3306), "user": mysql.Str(`re\pl`),
-		"password": mysql.Str("p'w"), "ssl": mysql.Int(1), "connectRetry": mysql.Int(2), "retryCount": mysql.Int(3),
+		"password": mysql.Str("p'w"), "ssl": mysql.Int(1), "sslCA": mysql.Str("/etc/mysql/tls/ca.crt"), "sslVerify": mysql.Int(1),
+		"connectRetry": mysql.Int(2), "retryCount": mysql.Int(3),
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := `CHANGE REPLICATION SOURCE TO SOURCE_HOST = 'h\'; DROP TABLE x; --', SOURCE_PORT = 3306, SOURCE_USER = 're\\pl', ` +
-		`SOURCE_PASSWORD = 'p\'w', SOURCE_AUTO_POSITION = 1, SOURCE_SSL = 1, SOURCE_CONNECT_RETRY = 2, SOURCE_RETRY_COUNT = 3, GET_SOURCE_PUBLIC_KEY = 1, ` +
+		`SOURCE_PASSWORD = 'p\'w', SOURCE_AUTO_POSITION = 1, SOURCE_SSL = 1, SOURCE_SSL_CA = '/etc/mysql/tls/ca.crt', ` +
+		`SOURCE_SSL_VERIFY_SERVER_CERT = 1, SOURCE_CONNECT_RETRY = 2, SOURCE_RETRY_COUNT = 3, GET_SOURCE_PUBLIC_KEY = 1, ` +
 		`SOURCE_HEARTBEAT_PERIOD = 1`
 	if got != want {
 		t.Fatalf("rendered\n %s\nwant\n %s", got, want)

@@ -62,6 +62,10 @@ func TestEveryCallHasADeadline(t *testing.T) {
 		mysql.StmtNow.Name:                   func(ctx context.Context) error { _, err := c.ReplicationEvidence(ctx); return err },
 		mysql.StmtConnectionStatus.Name:      func(ctx context.Context) error { _, err := c.ReplicationEvidence(ctx); return err },
 		mysql.StmtApplierByWorker.Name:       func(ctx context.Context) error { _, err := c.ReplicationEvidence(ctx); return err },
+		mysql.StmtReloadTLS.Name:             c.ReloadTLS,
+	}
+	for n, f := range accountCalls(c) { // accounts_test.go
+		calls[n] = f
 	}
 	for _, st := range mysql.Catalog() {
 		if calls[st.Name] == nil {

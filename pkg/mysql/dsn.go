@@ -32,6 +32,9 @@ type Options struct {
 	Password string
 	// TLS enables TLS with this configuration; nil connects without TLS.
 	TLS *tls.Config
+	// PasswordSource, if set, gives the password of each new connection
+	// instead of Password (a rotated password reaches a long-running pool).
+	PasswordSource func() string
 	// Interpolate sends arguments inlined in COM_QUERY (interpolateParams=true)
 	// instead of preparing statements; both are supported.
 	Interpolate bool
@@ -64,6 +67,7 @@ func (o Options) DriverConfig() (*mysqldriver.Config, error) {
 	cfg := mysqldriver.NewConfig()
 	cfg.Net, cfg.Addr, cfg.User, cfg.Passwd = "tcp", o.Addr, o.User, o.Password
 	cfg.TLS = o.TLS
+	applyPasswordSource(cfg, o.PasswordSource)
 	cfg.InterpolateParams = o.Interpolate
 	cfg.Timeout, cfg.ReadTimeout, cfg.WriteTimeout = o.DialTimeout, o.ReadTimeout, o.WriteTimeout
 	cfg.ParseTime = true

@@ -42,6 +42,11 @@ type Config struct {
 	DeployAPIAudience string
 
 	SidecarImage string
+	// BackupUploadImage is the Bloodraven image (this operator's own) that
+	// backup Jobs run for their upload step (bloodraven encrypt-upload).
+	// Empty leaves MysqlBackups unacted on: the backup controller is not
+	// started.
+	BackupUploadImage string
 	// AutomaticFailover lets the topology manager replace an unreachable
 	// active site on its own, behind the guards of docs/topology.md. Turning
 	// it off leaves an unreachable primary reported but not replaced.
@@ -75,10 +80,17 @@ type LeaderElectionConfig struct {
 }
 
 // SafetyMargin is the time between the moment a leader that cannot renew
-// gives up (at most RenewDeadline after its last renewal) and the earliest
-// moment another process may take the Lease (LeaseDuration after it). Work a
-// deposed leader started must end within it.
-func (c LeaderElectionConfig) SafetyMargin() time.Duration { return c.LeaseDuration - c.RenewDeadline }
+// gives up and the earliest moment another process may take the Lease.
+// client-go's leader waits RetryPeriod after its last successful renewal
+// before it tries again, and gives up RenewDeadline after that attempt
+// started: it may act until last renewal + RetryPeriod + RenewDeadline.
+// Another process takes the Lease LeaseDuration after it observed the last
+// renewal, which is no earlier than the renewal was sent. So the margin is
+// LeaseDuration − RenewDeadline − RetryPeriod (3 s with the defaults), and
+// work a deposed leader started must end within it.
+func (c LeaderElectionConfig) SafetyMargin() time.Duration {
+	return c.LeaseDuration - c.RenewDeadline - c.RetryPeriod
+}
 
 // StatementTimeout is the deadline for one MySQL statement sent by a
 // controller: strictly shorter than the safety margin (four fifths of it),
@@ -159,11 +171,12 @@ func ParseConfig(args []string, getenv func(string) string, usageOut io.Writer) 
 	boolean(&c.DeployAPIEnabled, flagSpec{"deploy-api-enabled", "BLOODRAVEN_DEPLOY_API_ENABLED", "serve /deploy/v1 on the TLS listener"}, false)
 	str(&c.DeployAPIAudience, flagSpec{"deploy-api-audience", "BLOODRAVEN_DEPLOY_API_AUDIENCE", "audience deploy API callers' ServiceAccount tokens must carry"}, "bloodraven-deploy")
 	str(&c.SidecarImage, flagSpec{"sidecar-image", "BLOODRAVEN_SIDECAR_IMAGE", "image of the sidecar container added to every mysqld pod"}, "")
+	str(&c.BackupUploadImage, flagSpec{"backup-upload-image", "BLOODRAVEN_BACKUP_UPLOAD_IMAGE", "the Bloodraven image backup Jobs run for their upload step (encrypt-upload); empty: MysqlBackups are not acted on"}, "")
 	boolean(&c.AutomaticFailover, flagSpec{"automatic-failover", "BLOODRAVEN_AUTOMATIC_FAILOVER", "replace an unreachable active site automatically (guards in docs/topology.md)"}, true)
 	str(&c.SidecarOperatorEndpoint, flagSpec{"default-operator-endpoint", "BLOODRAVEN_DEFAULT_OPERATOR_ENDPOINT", "host:port at which sidecars reach this operator's auxiliary listener, for groups that do not set spec.sidecar.operatorEndpoint"}, defaultSidecarOperatorEndpoint(getenv))
 	str(&c.DevSiteAddresses, flagSpec{"dev-site-addresses", devsitemap.EnvVar, "DEVELOPMENT ONLY: path of a site-address map that replaces in-cluster site addressing"}, "")
 	str(&c.LogLevel, flagSpec{"log-level", "BLOODRAVEN_LOG_LEVEL", "debug, info, warn or error"}, "info")
-	integer(&c.Workers, flagSpec{"workers", "BLOODRAVEN_WORKERS", "workers of each Kubernetes-object queue (group-objects, deploy-lease, database)"}, 2)
+	integer(&c.Workers, flagSpec{"workers", "BLOODRAVEN_WORKERS", "workers of each Kubernetes-object queue (group-objects, deploy-lease, database, backup)"}, 2)
 	integer(&c.TopologyWorkers, flagSpec{"topology-workers", "BLOODRAVEN_TOPOLOGY_WORKERS", "groups whose MySQL poll rounds run at the same time (the topology queue's workers)"}, DefaultTopologyWorkers)
 	dur(&c.ShutdownGracePeriod, flagSpec{"shutdown-grace-period", "BLOODRAVEN_SHUTDOWN_GRACE_PERIOD", "how long shutdown may take after SIGTERM; keep it below the pod's terminationGracePeriodSeconds"}, 20*time.Second)
 
@@ -207,6 +220,9 @@ func (c Config) Validate() error {
 	} else if strings.ContainsAny(c.SidecarImage, " \t\n") {
 		errs = append(errs, fmt.Errorf("--sidecar-image: %q contains whitespace", c.SidecarImage))
 	}
+	if strings.ContainsAny(c.BackupUploadImage, " \t\n") {
+		errs = append(errs, fmt.Errorf("--backup-upload-image: %q contains whitespace", c.BackupUploadImage))
+	}
 	if c.SidecarOperatorEndpoint != "" {
 		if _, _, err := net.SplitHostPort(c.SidecarOperatorEndpoint); err != nil {
 			errs = append(errs, fmt.Errorf("--default-operator-endpoint: %q is not host:port: %v", c.SidecarOperatorEndpoint, err))
@@ -247,7 +263,8 @@ func (l LeaderElectionConfig) validate() []error {
 	if l.LeaseDuration <= l.RenewDeadline {
 		errs = append(errs, fmt.Errorf("--leader-elect-lease-duration (%s) must be longer than --leader-elect-renew-deadline (%s)", l.LeaseDuration, l.RenewDeadline))
 	} else if l.SafetyMargin() < minSafetyMargin {
-		errs = append(errs, fmt.Errorf("--leader-elect-lease-duration (%s) minus --leader-elect-renew-deadline (%s) must be at least %s: it bounds every MySQL statement's deadline", l.LeaseDuration, l.RenewDeadline, minSafetyMargin))
+		errs = append(errs, fmt.Errorf("--leader-elect-lease-duration (%s) minus --leader-elect-renew-deadline (%s) minus --leader-elect-retry-period (%s) is %s, must be at least %s: a leader may act until its last renewal plus the renew deadline plus one retry period, and the margin bounds every MySQL statement's deadline",
+			l.LeaseDuration, l.RenewDeadline, l.RetryPeriod, l.SafetyMargin(), minSafetyMargin))
 	}
 	return errs
 }

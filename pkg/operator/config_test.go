@@ -36,7 +36,7 @@ func TestDefaults(t *testing.T) {
 	if c.LeaderElection.Namespace != "bloodraven" || c.LeaderElection.Name != "bloodraven-leader" {
 		t.Errorf("lease = %s/%s", c.LeaderElection.Namespace, c.LeaderElection.Name)
 	}
-	if c.TLSEnabled() || c.DeployAPIEnabled || c.DevSiteAddresses != "" || len(c.Namespaces) != 0 {
+	if c.TLSEnabled() || c.DeployAPIEnabled || c.DevSiteAddresses != "" || len(c.Namespaces) != 0 || c.BackupUploadImage != "" {
 		t.Errorf("optional features must be off by default: %+v", c)
 	}
 	if c.DeployAPIAudience != "bloodraven-deploy" {
@@ -78,7 +78,11 @@ func TestInvalidConfigurationNamesTheFlag(t *testing.T) {
 		{"no lease namespace", nil, map[string]string{"POD_NAMESPACE": ""}, "--leader-elect-namespace is required"},
 		{"renew >= lease", []string{"--leader-elect-lease-duration=10s", "--leader-elect-renew-deadline=10s"}, nil, "--leader-elect-lease-duration (10s) must be longer than --leader-elect-renew-deadline (10s)"},
 		{"retry too long", []string{"--leader-elect-retry-period=9s"}, nil, "--leader-elect-renew-deadline (10s) must be longer than 1.2 x --leader-elect-retry-period (9s)"},
-		{"margin too small", []string{"--leader-elect-lease-duration=10500ms"}, nil, "minus --leader-elect-renew-deadline (10s) must be at least 1s"},
+		{"margin too small", []string{"--leader-elect-lease-duration=10500ms"}, nil, "minus --leader-elect-renew-deadline (10s) minus --leader-elect-retry-period (2s) is -1.5s, must be at least 1s"},
+		// Issue 21, hole 3: lease − renew is 2.5 s, but the leader may act
+		// a retry period (2 s) longer than the renew deadline: 0.5 s of
+		// real margin, below any statement's deadline.
+		{"no real margin once the retry period counts", []string{"--leader-elect-lease-duration=12500ms"}, nil, "minus --leader-elect-retry-period (2s) is 500ms, must be at least 1s"},
 		{"bad env duration", nil, map[string]string{"BLOODRAVEN_LEADER_ELECT_RETRY_PERIOD": "2"}, `--leader-elect-retry-period: BLOODRAVEN_LEADER_ELECT_RETRY_PERIOD="2" is not a duration`},
 		{"bad env bool", nil, map[string]string{"BLOODRAVEN_DEPLOY_API_ENABLED": "yes please"}, "--deploy-api-enabled: BLOODRAVEN_DEPLOY_API_ENABLED"},
 		{"bad address", []string{"--probe-addr=8081"}, nil, `--probe-addr: "8081" is not host:port`},
@@ -86,6 +90,7 @@ func TestInvalidConfigurationNamesTheFlag(t *testing.T) {
 		{"cert without key", []string{"--tls-cert-file=/x"}, nil, "--tls-cert-file and --tls-key-file must be set together"},
 		{"deploy api without TLS", []string{"--deploy-api-enabled"}, nil, "--deploy-api-enabled requires the TLS listener"},
 		{"no sidecar image", nil, map[string]string{"BLOODRAVEN_SIDECAR_IMAGE": ""}, "--sidecar-image (BLOODRAVEN_SIDECAR_IMAGE) is required"},
+		{"upload image with a space", []string{"--backup-upload-image=ghcr.io/x y"}, nil, `--backup-upload-image: "ghcr.io/x y" contains whitespace`},
 		{"bad namespace", []string{"--namespaces=Shop"}, nil, `--namespaces: "Shop"`},
 		{"bad log level", []string{"--log-level=loud"}, nil, "--log-level: unknown log level"},
 		{"workers", []string{"--workers=0"}, nil, "--workers: 0 is outside 1..64"},
@@ -109,8 +114,8 @@ func TestSafetyMarginAndStatementTimeout(t *testing.T) {
 		t.Fatal(err)
 	}
 	le := c.LeaderElection
-	if le.SafetyMargin() != 8*time.Second {
-		t.Fatalf("margin = %s, want 20s-12s", le.SafetyMargin())
+	if le.SafetyMargin() != 6*time.Second {
+		t.Fatalf("margin = %s, want 20s-12s-2s", le.SafetyMargin())
 	}
 	if st := le.StatementTimeout(); st <= 0 || st >= le.SafetyMargin() {
 		t.Fatalf("statement timeout %s must be positive and below the margin %s", st, le.SafetyMargin())

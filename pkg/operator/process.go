@@ -66,9 +66,10 @@ type Process struct {
 	stopEvents  func()
 	eventsCtx   context.CancelFunc
 
-	health   *leaderelection.HealthzAdaptor
-	mu       sync.Mutex
-	ctrlDone chan struct{} // closed when the controllers started by startLeading returned
+	health     *leaderelection.HealthzAdaptor
+	leadership *Leadership
+	mu         sync.Mutex
+	ctrlDone   chan struct{} // closed when the controllers started by startLeading returned
 }
 
 // restConfig builds the API client configuration: the kubeconfig if given,
@@ -125,6 +126,7 @@ func New(cfg Config, log *slog.Logger) (_ *Process, err error) {
 		AuxiliaryMux: http.NewServeMux(),
 		TLSMux:       http.NewServeMux(),
 		Exit:         os.Exit,
+		leadership:   NewLeadership(cfg.LeaderElection, time.Now),
 	}
 	metrics.RegisterClientGo(p.Metrics.Registry)
 	// /healthz fails while this process leads but has stopped renewing.
@@ -275,6 +277,15 @@ func (p *Process) Addr(flag string) string {
 // Leading reports whether this process currently holds the Lease.
 func (p *Process) Leading() bool { return p.state.leading.Load() }
 
+// MayMutate is nil while this process leads and a MySQL statement started
+// now ends before another process could hold the Lease (Leadership).
+func (p *Process) MayMutate() error {
+	if !p.Leading() {
+		return errors.New("not leading")
+	}
+	return p.leadership.MayMutate()
+}
+
 // Run serves the listeners, starts the informers and takes part in the
 // election until ctx ends. While leading it runs the controllers. When ctx
 // ends it stops the controllers, releases the Lease, and stops the
@@ -345,7 +356,7 @@ func (p *Process) newElector(ctx context.Context) (*leaderelection.LeaderElector
 		LockConfig: resourcelock.ResourceLockConfig{Identity: le.Identity, EventRecorder: p.Recorder},
 	}
 	return leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
-		Lock:            lock,
+		Lock:            renewalLock{Interface: lock, l: p.leadership},
 		Name:            le.Name,
 		LeaseDuration:   le.LeaseDuration,
 		RenewDeadline:   le.RenewDeadline,

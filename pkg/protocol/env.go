@@ -22,6 +22,15 @@ const (
 	// EnvMySQLPIDFile is mysqld's pid-file, which the sidecar reads to stop
 	// mysqld's process when a fence cannot take effect in time.
 	EnvMySQLPIDFile = "BLOODRAVEN_MYSQL_PID_FILE"
+	// EnvMySQLTLSDir is where spec.tls's Secret (ca.crt, tls.crt, tls.key)
+	// is mounted: the sidecar verifies mysqld against its ca.crt and runs
+	// ALTER INSTANCE RELOAD TLS when the files change (docs/tls.md).
+	EnvMySQLTLSDir = "BLOODRAVEN_MYSQL_TLS_DIR"
+	// EnvMySQLPasswordDir is where the sidecars' password Secret is
+	// mounted: the sidecar re-reads its password file for every new
+	// connection, so a password rotation reaches it without a restart
+	// (docs/credentials.md); BLOODRAVEN_MYSQL_PASSWORD until it exists.
+	EnvMySQLPasswordDir = "BLOODRAVEN_MYSQL_PASSWORD_DIR"
 
 	// Set by hand or by the development tooling, never by the pod template.
 	EnvMySQLAddr         = "BLOODRAVEN_MYSQL_ADDR"

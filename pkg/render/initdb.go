@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/shipstream/bloodraven/pkg/accounts"
 	"github.com/shipstream/bloodraven/pkg/apis/shipstream/v1alpha1"
 )
 
@@ -28,108 +29,60 @@ const (
 	RootPasswordKey = "MYSQL_ROOT_PASSWORD"
 )
 
-// Keys of the credential Secrets (spec.credentials).
+// Where the sidecars' password Secret (accounts.SidecarSecretName) is
+// mounted in the sidecar container, and its pod volume.
 const (
-	SecretKeyUsername            = "username"
-	SecretKeyPassword            = "password"
-	SecretKeyReplicationUser     = "MYSQL_REPLICATION_USER"
-	SecretKeyReplicationPassword = "MYSQL_REPLICATION_PASSWORD"
+	SidecarPasswordDir        = "/etc/bloodraven/mysql-password"
+	SidecarPasswordVolumeName = "sidecar-mysql-password"
+)
+
+// Keys of the credential Secrets (spec.credentials; pkg/accounts reads them).
+const (
+	SecretKeyUsername            = accounts.SecretKeyUsername
+	SecretKeyPassword            = accounts.SecretKeyPassword
+	SecretKeyReplicationUser     = accounts.SecretKeyReplicationUser
+	SecretKeyReplicationPassword = accounts.SecretKeyReplicationPassword
 )
 
 // InitDBSecretName is the group's init script Secret: one for all sites,
 // since every site holds the same accounts.
 func InitDBSecretName(group string) string { return group + "-mysql-initdb" }
 
-// Account is one MySQL account of the init script.
-type Account struct{ User, Password string }
+// InitAccounts are the accounts the init script creates, one per role
+// spec.credentials names (accounts.FromSecrets), in accounts.Roles() order.
+type InitAccounts []accounts.Account
 
-// InitAccounts are the accounts the init script creates.
-type InitAccounts struct {
-	// Operator is the operator and sidecar account (operator Secret's
-	// username and password): ALL PRIVILEGES WITH GRANT OPTION.
-	Operator Account
-	// Replication is the replication and clone donor account
-	// (MYSQL_REPLICATION_USER/PASSWORD); empty or equal to Operator's user
-	// means the operator account replicates.
-	Replication Account
-	// App is the application account (spec.credentials.appSecretName);
-	// empty when the group names none.
-	App Account
+// AccountsFromSecrets reads InitAccounts from the credential Secrets' data
+// (get returns a Secret's data by name). Errors name the Secret and key,
+// never a value.
+func AccountsFromSecrets(g *v1alpha1.MysqlFailoverGroup, get accounts.SecretGetter) (InitAccounts, error) {
+	a, err := accounts.FromSecrets(g.Spec.Credentials, get)
+	return InitAccounts(a), err
 }
-
-// AccountsFromSecrets reads InitAccounts from the operator Secret's and the
-// app Secret's data (app may be nil). Errors name the Secret and key, never
-// a value.
-func AccountsFromSecrets(g *v1alpha1.MysqlFailoverGroup, operator, app map[string][]byte) (InitAccounts, error) {
-	var a InitAccounts
-	name := g.Spec.Credentials.OperatorSecretName
-	for _, k := range []string{SecretKeyUsername, SecretKeyPassword} {
-		if len(operator[k]) == 0 {
-			return a, fmt.Errorf("Secret %s: key %s is missing or empty", name, k)
-		}
-	}
-	a.Operator = Account{User: string(operator[SecretKeyUsername]), Password: string(operator[SecretKeyPassword])}
-	if u := string(operator[SecretKeyReplicationUser]); u != "" && u != a.Operator.User {
-		if len(operator[SecretKeyReplicationPassword]) == 0 {
-			return a, fmt.Errorf("Secret %s: %s is set but %s is missing or empty", name, SecretKeyReplicationUser, SecretKeyReplicationPassword)
-		}
-		a.Replication = Account{User: u, Password: string(operator[SecretKeyReplicationPassword])}
-	}
-	if app != nil {
-		appName := g.Spec.Credentials.AppSecretName
-		for _, k := range []string{SecretKeyUsername, SecretKeyPassword} {
-			if len(app[k]) == 0 {
-				return a, fmt.Errorf("Secret %s: key %s is missing or empty", appName, k)
-			}
-		}
-		a.App = Account{User: string(app[SecretKeyUsername]), Password: string(app[SecretKeyPassword])}
-	}
-	for _, acc := range []Account{a.Operator, a.Replication, a.App} {
-		if acc.User == "root" {
-			return a, fmt.Errorf("the account name root is the image's own (MYSQL_ROOT_PASSWORD); choose another username")
-		}
-	}
-	return a, nil
-}
-
-// appPrivileges are the application account's privileges: the data and
-// schema privileges of ALL PRIVILEGES. Not ALL itself: at global level it
-// also grants the dynamic privileges, CONNECTION_ADMIN among them, which
-// lets writes through read_only, so a fenced site would take the
-// application's writes.
-const appPrivileges = "SELECT, INSERT, UPDATE, DELETE, CREATE, DROP, REFERENCES, INDEX, ALTER, CREATE TEMPORARY TABLES, " +
-	"LOCK TABLES, EXECUTE, CREATE VIEW, SHOW VIEW, CREATE ROUTINE, ALTER ROUTINE, EVENT, TRIGGER"
 
 // InitScript renders the first-boot script: with binary logging off for
-// the session (the accounts exist on every site from its own first boot,
-// and CLONE copies the donor's), the accounts, then super_read_only=ON
-// persisted, so that this and every later start of the server is fenced
-// (my.cnf cannot set it: see MyCnf).
+// the session, the accounts, then super_read_only=ON persisted, so that
+// this and every later start of the server is fenced (my.cnf cannot set
+// it: see MyCnf). Binary logging is off because every site runs this
+// script on its own empty data directory: logged, each site would mint its
+// own GTIDs for the same statements and every replica would look divergent
+// from its source; the accounts exist on every site from its own first
+// boot, and CLONE copies the donor's. Accounts added or changed later are
+// created on the active site only, logged, and replicate
+// (docs/credentials.md).
 func InitScript(g *v1alpha1.MysqlFailoverGroup, a InitAccounts) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "-- Generated by Bloodraven for MysqlFailoverGroup %s/%s: run once by the image's entrypoint\n", g.Namespace, g.Name)
 	b.WriteString("-- when it initialises an empty data directory. Edit the credential Secrets instead.\n")
 	b.WriteString("SET SESSION sql_log_bin = 0;\n")
-	account := func(acc Account, privs, suffix string) {
-		fmt.Fprintf(&b, "CREATE USER %s@'%%' IDENTIFIED BY %s;\n", sqlString(acc.User), sqlString(acc.Password))
-		fmt.Fprintf(&b, "GRANT %s ON *.* TO %s@'%%'%s;\n", privs, sqlString(acc.User), suffix)
-	}
-	account(a.Operator, "ALL PRIVILEGES", " WITH GRANT OPTION")
-	if a.Replication.User != "" {
-		// Streams the binary log to replicas and is the clone donor account.
-		account(a.Replication, "REPLICATION SLAVE, BACKUP_ADMIN", "")
-	}
-	if a.App.User != "" {
-		account(a.App, appPrivileges, "")
+	for _, acc := range a {
+		fmt.Fprintf(&b, "-- the %s account\n", acc.Role)
+		for _, stmt := range accounts.CreateStatements(acc) {
+			b.WriteString(stmt + ";\n")
+		}
 	}
 	b.WriteString("SET PERSIST super_read_only = ON;\n")
 	return b.String()
-}
-
-// sqlString quotes v as a MySQL string literal.
-func sqlString(v string) string {
-	r := strings.NewReplacer(`\`, `\\`, `'`, `\'`, "\x00", `\0`, "\n", `\n`, "\r", `\r`, "\x1a", `\Z`)
-	return "'" + r.Replace(v) + "'"
 }
 
 // InitDBSecret renders the group's init script Secret.

@@ -3,6 +3,7 @@ package render
 import (
 	"database/sql"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,13 +11,17 @@ import (
 
 	driver "github.com/go-sql-driver/mysql"
 
+	"github.com/shipstream/bloodraven/pkg/accounts"
 	"github.com/shipstream/bloodraven/pkg/testbed/mysqlsim"
 )
 
 var testAccounts = InitAccounts{
-	Operator:    Account{User: "bloodraven", Password: "op'pw"},
-	Replication: Account{User: "repl", Password: "replpw"},
-	App:         Account{User: "app", Password: "apppw"},
+	{Role: accounts.RoleOperator, User: "bloodraven", Password: "op'pw"},
+	{Role: accounts.RoleReplication, User: "repl", Password: "replpw"},
+	{Role: accounts.RoleApp, User: "app", Password: "apppw"},
+	{Role: accounts.RoleReadOnly, User: "reader", Password: "readerpw"},
+	{Role: accounts.RoleMonitor, User: "exporter", Password: "monpw"},
+	{Role: accounts.RoleBackup, User: "backup", Password: "backuppw"},
 }
 
 // bootRendered starts a simulated mysqld as the official image would start
@@ -127,15 +132,134 @@ func TestRenderedPodBootsOnTheImagesFirstBoot(t *testing.T) {
 	}
 }
 
+// getter serves Secrets' data by name; a name it lacks is NotFound as the
+// lister says it.
+func getter(secrets map[string]map[string][]byte) accounts.SecretGetter {
+	return func(name string) (map[string][]byte, error) {
+		if d, ok := secrets[name]; ok {
+			return d, nil
+		}
+		return nil, fmt.Errorf("secret %q not found", name)
+	}
+}
+
+func pw(user, pass string) map[string][]byte {
+	return map[string][]byte{SecretKeyUsername: []byte(user), SecretKeyPassword: []byte(pass)}
+}
+
 func TestAccountsFromSecretsNamesTheMissingKey(t *testing.T) {
 	g := minimal(t)
-	_, err := AccountsFromSecrets(g, map[string][]byte{SecretKeyUsername: []byte("op")}, nil)
-	if err == nil || !strings.Contains(err.Error(), "key password") || !strings.Contains(err.Error(), g.Spec.Credentials.OperatorSecretName) {
+	op := g.Spec.Credentials.OperatorSecretName
+	_, err := AccountsFromSecrets(g, getter(map[string]map[string][]byte{op: {SecretKeyUsername: []byte("op")}}))
+	if err == nil || !strings.Contains(err.Error(), `key "password"`) || !strings.Contains(err.Error(), op) {
 		t.Errorf("err = %v, want the Secret and key named", err)
 	}
-	a, err := AccountsFromSecrets(g, map[string][]byte{SecretKeyUsername: []byte("op"), SecretKeyPassword: []byte("pw"),
-		SecretKeyReplicationUser: []byte("op")}, nil)
-	if err != nil || a.Replication.User != "" {
+	a, err := AccountsFromSecrets(g, getter(map[string]map[string][]byte{op: {SecretKeyUsername: []byte("op"), SecretKeyPassword: []byte("pw"),
+		SecretKeyReplicationUser: []byte("op")}}))
+	if err != nil || len(a) != 1 || a[0].Role != accounts.RoleOperator {
 		t.Errorf("a replication user equal to the operator's: %+v, %v; want no separate account", a, err)
+	}
+}
+
+// Every role spec.credentials names is read from its Secret; bad input
+// (a missing Secret, a shared username, root) is an error naming the
+// problem and never a password.
+func TestAccountsFromSecretsReadsEveryRole(t *testing.T) {
+	g := minimal(t)
+	c := &g.Spec.Credentials
+	c.AppSecretName, c.ReadOnlySecretName, c.MonitorSecretName, c.BackupSecretName = "app", "ro", "mon", "bk"
+	op := pw("bloodraven", "oppw")
+	op[SecretKeyReplicationUser], op[SecretKeyReplicationPassword] = []byte("repl"), []byte("replpw")
+	secrets := map[string]map[string][]byte{c.OperatorSecretName: op, "app": pw("app", "apppw"), "ro": pw("reader", "ropw"),
+		"mon": pw("exporter", "monpw"), "bk": pw("backup", "bkpw")}
+	a, err := AccountsFromSecrets(g, getter(secrets))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, acc := range a {
+		got = append(got, string(acc.Role)+"="+acc.User+":"+acc.Password)
+	}
+	want := "operator=bloodraven:oppw replication=repl:replpw app=app:apppw readOnly=reader:ropw monitor=exporter:monpw backup=backup:bkpw"
+	if strings.Join(got, " ") != want {
+		t.Fatalf("accounts = %s, want %s", strings.Join(got, " "), want)
+	}
+	for name, mutate := range map[string]func(map[string]map[string][]byte){
+		"Secret mon":     func(s map[string]map[string][]byte) { delete(s, "mon") },
+		"same username":  func(s map[string]map[string][]byte) { s["bk"] = pw("app", "other") },
+		"root":           func(s map[string]map[string][]byte) { s["ro"] = pw("root", "x") },
+		`key "password"`: func(s map[string]map[string][]byte) { delete(s["bk"], SecretKeyPassword) },
+		"REPLICATION_PA": func(s map[string]map[string][]byte) { delete(s[c.OperatorSecretName], SecretKeyReplicationPassword) },
+	} {
+		bad := map[string]map[string][]byte{}
+		for k, v := range secrets {
+			bad[k] = map[string][]byte{}
+			for kk, vv := range v {
+				bad[k][kk] = vv
+			}
+		}
+		mutate(bad)
+		_, err := AccountsFromSecrets(g, getter(bad))
+		if err == nil || !strings.Contains(err.Error(), name) {
+			t.Errorf("%s: err = %v, want one naming it", name, err)
+		}
+		if err != nil && (strings.Contains(err.Error(), "pw") || strings.Contains(err.Error(), "other")) {
+			t.Errorf("%s: the error shows a password: %v", name, err)
+		}
+	}
+}
+
+// The script creates the roles with logging off before anything else and
+// ends fenced.
+func TestInitScriptCreatesEveryRoleUnlogged(t *testing.T) {
+	script := InitScript(minimal(t), testAccounts)
+	lines := strings.Split(strings.TrimSpace(script), "\n")
+	var stmts []string
+	for _, l := range lines {
+		if !strings.HasPrefix(l, "--") {
+			stmts = append(stmts, l)
+		}
+	}
+	if stmts[0] != "SET SESSION sql_log_bin = 0;" || stmts[len(stmts)-1] != "SET PERSIST super_read_only = ON;" {
+		t.Fatalf("script does not start unlogged and end fenced:\n%s", script)
+	}
+	for _, a := range testAccounts {
+		for _, st := range accounts.CreateStatements(a) {
+			if !strings.Contains(script, st+";\n") {
+				t.Errorf("script misses %q", st)
+			}
+		}
+	}
+}
+
+// TestRenderedRolesLogInWithTheirGrants: after first boot from the rendered
+// script every role's account authenticates with its Secret's password and
+// holds exactly its role's grants, as the server reports them.
+func TestRenderedRolesLogInWithTheirGrants(t *testing.T) {
+	s, _ := bootRendered(t)
+	op := dbAs(t, s, "bloodraven", "op'pw")
+	for _, a := range testAccounts {
+		if err := dbAs(t, s, a.User, a.Password).Ping(); err != nil {
+			t.Errorf("%s account %s cannot log in: %v", a.Role, a.User, err)
+		}
+		if a.Role == accounts.RoleOperator {
+			continue
+		}
+		rows, err := op.Query("SHOW GRANTS FOR " + accounts.Name(a.User))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var lines []string
+		for rows.Next() {
+			var l string
+			if err := rows.Scan(&l); err != nil {
+				t.Fatal(err)
+			}
+			lines = append(lines, l)
+		}
+		rows.Close()
+		if fix, err := accounts.Drift(a.Role, a.User, lines); err != nil || len(fix) != 0 {
+			t.Errorf("%s account %s: server holds %q; drift %v, %v", a.Role, a.User, lines, fix, err)
+		}
 	}
 }

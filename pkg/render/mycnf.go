@@ -30,6 +30,17 @@ var forcedOptions = []string{
 	"read-only", "super-read-only", "replica-preserve-commit-order", "server-id",
 	"skip-replica-start", "pid-file", "admin-address", "admin-port", "create-admin-listener-thread",
 	"plugin-load-add", "plugin-load", "replica-net-timeout", "relay-log-recovery", "persisted-globals-load",
+	// Durability (docs/safety.md, the active site's own transactions): a
+	// primary that acknowledged commits not yet on disk restarts without
+	// them while its replicas may hold them.
+	"sync-binlog", "innodb-flush-log-at-trx-commit",
+	// TLS (docs/tls.md): spec.tls decides, a mysqlConf entry could point
+	// mysqld at other files or let it accept connections without TLS.
+	"ssl-ca", "ssl-cert", "ssl-key", "require-secure-transport",
+	// Accounts (docs/credentials.md): the application account's partial
+	// revokes on the mysql and sys schemas need it, and with it OFF the
+	// init script's REVOKE fails (1141).
+	"partial-revokes",
 }
 
 // defaultOptions are the operator's defaults that mysqlConf may override.
@@ -101,6 +112,14 @@ func MyCnf(g *v1alpha1.MysqlFailoverGroup, i int) (string, []string, error) {
 		// mysqlConf turning it off would start every server writable.
 		{"persisted-globals-load", "ON"},
 		{"replica-preserve-commit-order", "ON"},
+		// Every commit is in the binary log and the redo log on disk before
+		// it is acknowledged. With either relaxed, a killed or powered-off
+		// primary restarts without its last acknowledged commits while its
+		// replicas may already hold them; made writable again it would
+		// issue their GTIDs for other transactions, which the replicas skip
+		// as executed (docs/safety.md).
+		{"sync-binlog", "1"},
+		{"innodb-flush-log-at-trx-commit", "1"},
 		// A restarted server (a new pod, the restart that ends a clone) must
 		// not fetch from the source its channel last named: after a failover
 		// that may be the old primary, holding writes the new one lacks.
@@ -126,6 +145,11 @@ func MyCnf(g *v1alpha1.MysqlFailoverGroup, i int) (string, []string, error) {
 		// from the applied position, instead of applying a relay log the
 		// crash may have left torn.
 		{"relay-log-recovery", "ON"},
+		// The application account holds its privileges ON *.* except on the
+		// mysql and sys schemas (pkg/accounts, partial.go): MySQL accepts
+		// writes to mysql in place of CREATE USER, so without the partial
+		// revokes it could change other accounts' passwords.
+		{"partial-revokes", "ON"},
 	}
 	for _, kv := range forced {
 		writeOption(&b, kv[0], kv[1])
@@ -134,6 +158,9 @@ func MyCnf(g *v1alpha1.MysqlFailoverGroup, i int) (string, []string, error) {
 		writeOption(&b, "ssl-ca", TLSDir+"/ca.crt")
 		writeOption(&b, "ssl-cert", TLSDir+"/tls.crt")
 		writeOption(&b, "ssl-key", TLSDir+"/tls.key")
+		// Every client (operator, sidecar, receiver, clone, applications)
+		// must use TLS: a plaintext connection is refused with 3159.
+		writeOption(&b, "require-secure-transport", "ON")
 	}
 	b.WriteString("# Defaults, then spec.mysqlConf, then the site's mysqlConf.\n")
 	keys := make([]string, 0, len(merged))

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
+	"github.com/shipstream/bloodraven/pkg/accounts"
 	"github.com/shipstream/bloodraven/pkg/apis/shipstream/v1alpha1"
 	"github.com/shipstream/bloodraven/pkg/protocol"
 	"github.com/shipstream/bloodraven/pkg/siteaddr"
@@ -204,6 +205,18 @@ func podTemplate(g *v1alpha1.MysqlFailoverGroup, i int, cfg Config, cnfHash stri
 			SecretName: InitDBSecretName(g.Name), DefaultMode: ptr.To(int32(0o440)),
 		}},
 	}}
+	// The sidecars' password Secret (docs/credentials.md, "Rotation"):
+	// written by the operator once it manages the group's accounts, so
+	// optional, or the pod could not start before the operator's first
+	// pass. The kubelet refreshes it in place. Mode 0444: the files are
+	// root's and the sidecar runs as mysqld's user; only the sidecar
+	// container mounts the volume.
+	volumes = append(volumes, corev1.Volume{
+		Name: SidecarPasswordVolumeName,
+		VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
+			SecretName: accounts.SidecarSecretName(g.Name), DefaultMode: ptr.To(int32(0o444)), Optional: ptr.To(true),
+		}},
+	})
 	mysqlMounts := []corev1.VolumeMount{
 		{Name: DataVolumeName, MountPath: DataDir},
 		{Name: ConfigVolumeName, MountPath: ConfigDir, ReadOnly: true},
@@ -326,6 +339,15 @@ func sidecarContainer(g *v1alpha1.MysqlFailoverGroup, i int, cfg Config) corev1.
 		corev1.EnvVar{Name: protocol.EnvMySQLAdminAddr, Value: fmt.Sprintf("127.0.0.1:%d", protocol.MySQLAdminPort)},
 		corev1.EnvVar{Name: protocol.EnvMySQLPIDFile, Value: MySQLPIDFile},
 	)
+	// The operator password the servers accept, re-read for every new
+	// connection (the environment's stays until the first rotation).
+	env = append(env, corev1.EnvVar{Name: protocol.EnvMySQLPasswordDir, Value: SidecarPasswordDir})
+	mounts := []corev1.VolumeMount{{Name: DataVolumeName, MountPath: DataDir, ReadOnly: true},
+		{Name: SidecarPasswordVolumeName, MountPath: SidecarPasswordDir, ReadOnly: true}}
+	if g.Spec.TLS != nil { // the sidecar verifies mysqld and reloads its TLS (docs/tls.md)
+		env = append(env, corev1.EnvVar{Name: protocol.EnvMySQLTLSDir, Value: TLSDir})
+		mounts = append(mounts, corev1.VolumeMount{Name: TLSVolumeName, MountPath: TLSDir, ReadOnly: true})
+	}
 	c := corev1.Container{
 		Name:  ContainerSidecar,
 		Image: cfg.sidecarImage(g),
@@ -333,7 +355,7 @@ func sidecarContainer(g *v1alpha1.MysqlFailoverGroup, i int, cfg Config) corev1.
 		Env:   env,
 		// The sidecar reads binary logs for archival and mysqld's pid file;
 		// it never writes the datadir.
-		VolumeMounts: []corev1.VolumeMount{{Name: DataVolumeName, MountPath: DataDir, ReadOnly: true}},
+		VolumeMounts: mounts,
 		// mysqld's user: it may read the datadir and send mysqld a signal
 		// (kill(2) needs the same user or CAP_KILL), and nothing more.
 		SecurityContext: &corev1.SecurityContext{

@@ -40,6 +40,11 @@ type Config struct {
 	// process it names when a fence does not take effect in time. Empty
 	// means no process stop (development only).
 	MySQLPIDFile string
+	// TLSDir is where spec.tls's Secret is mounted (ca.crt, tls.crt,
+	// tls.key); set, every connection to mysqld uses TLS verified against
+	// ca.crt and the site's internal Service name, and a change of the
+	// files is applied with ALTER INSTANCE RELOAD TLS (tls.go).
+	TLSDir string
 	// OperatorEndpoint is host:port of the operator's auxiliary listener.
 	OperatorEndpoint string
 	Peers            []Peer

@@ -24,6 +24,7 @@ type Sidecar struct {
 	plan  fencing.Plan
 	wake  chan struct{} // a pushed announcement asks for a round now
 	start time.Time
+	tls   *tlsWatch // tls.go; nil without Config.TLSDir
 
 	mu    sync.Mutex
 	st    state
@@ -76,6 +77,10 @@ func New(cfg Config) (*Sidecar, error) {
 		return nil, fmt.Errorf("sidecar configuration: %w", err)
 	}
 	cfg = cfg.withDefaults()
+	tw, err := setupTLS(&cfg) // tls.go
+	if err != nil {
+		return nil, fmt.Errorf("sidecar configuration: %w", err)
+	}
 	db, err := mysql.Open(cfg.MySQL)
 	if err != nil {
 		return nil, fmt.Errorf("sidecar configuration: mysql: %w", err)
@@ -86,7 +91,7 @@ func New(cfg Config) (*Sidecar, error) {
 		return nil, fmt.Errorf("sidecar configuration: mysql admin address: %w", err)
 	}
 	s := &Sidecar{
-		cfg: cfg, db: db, admin: admin, wake: make(chan struct{}, 1), clock: time.Now,
+		cfg: cfg, db: db, admin: admin, wake: make(chan struct{}, 1), clock: time.Now, tls: tw,
 		plan: fencing.NewPlan(cfg.FenceTimeout, cfg.RequestTimeout),
 		log:  cfg.Logger.With("namespace", cfg.Namespace, "group", cfg.Group, "site", cfg.Site),
 	}
@@ -117,6 +122,9 @@ func (s *Sidecar) Run(ctx context.Context) {
 	s.log.Info("sidecar fencing loop started", "leaseTimeout", s.cfg.LeaseTimeout.String(),
 		"peerCheckInterval", s.cfg.PeerCheckInterval.String(), "peers", len(s.cfg.Peers),
 		"selfFenceBound", protocol.SelfFenceBound(s.cfg.LeaseTimeout, s.cfg.PeerCheckInterval).String())
+	if s.tls != nil {
+		go s.watchTLS(ctx, s.cfg.PeerCheckInterval) // tls.go: ALTER INSTANCE RELOAD TLS on a renewed Secret
+	}
 	for {
 		started := s.clock()
 		d := s.Round(ctx)

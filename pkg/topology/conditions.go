@@ -21,6 +21,7 @@ func findCondition(conds []metav1.Condition, typ string) *metav1.Condition {
 var degradedPrecedence = []string{
 	v1alpha1.ReasonBootstrapFailed,
 	v1alpha1.ReasonIncomparableGTIDSets,
+	v1alpha1.ReasonActiveSiteLostOwnTransactions,
 	v1alpha1.ReasonSplitBrain,
 	v1alpha1.ReasonNoEligibleCandidate,
 	v1alpha1.ReasonCatchUpTimedOut,
@@ -195,7 +196,7 @@ func (d *decider) bootstrapping() {
 		switch {
 		case c.Running:
 			running = append(running, fmt.Sprintf("site %s from site %s", s.Name, c.Donor))
-		case !c.FailedAt.IsZero() && d.sites[s.Name].Replication != v1alpha1.ReplicationRunning && !d.isReader(s.Name):
+		case !c.FailedAt.IsZero() && d.awaitsClone(s.Name):
 			failed = append(failed, fmt.Sprintf("clone of site %s failed: %s", s.Name, c.Error))
 		}
 	}
@@ -204,7 +205,7 @@ func (d *decider) bootstrapping() {
 		return
 	}
 	if len(failed) == 0 {
-		if prev := findCondition(d.in.Status.Conditions, v1alpha1.ConditionBootstrapping); prev != nil && prev.Reason == v1alpha1.ReasonBootstrapFailed && d.someFollowerNotReplicating() {
+		if prev := findCondition(d.in.Status.Conditions, v1alpha1.ConditionBootstrapping); prev != nil && prev.Reason == v1alpha1.ReasonBootstrapFailed && d.someFollowerAwaitsClone() {
 			failed = append(failed, prev.Message)
 		}
 	}
@@ -217,16 +218,24 @@ func (d *decider) bootstrapping() {
 	d.set(v1alpha1.ConditionBootstrapping, metav1.ConditionFalse, v1alpha1.ReasonNotBootstrapping, "no clone is running")
 }
 
-func (d *decider) someFollowerNotReplicating() bool {
+func (d *decider) someFollowerAwaitsClone() bool {
 	for _, s := range d.in.Sites {
-		if s.Name == d.out.Status.ActiveSite || d.isReader(s.Name) {
-			continue
-		}
-		if d.sites[s.Name].Replication != v1alpha1.ReplicationRunning {
+		if s.Name != d.out.Status.ActiveSite && d.awaitsClone(s.Name) {
 			return true
 		}
 	}
 	return false
+}
+
+// awaitsClone: a non-reader site that does not replicate and is not
+// refused a clone for holding transactions the active site lacks. A clone
+// that failed before the divergence was seen (planned on a poll from just
+// before the site restarted with them) is no bootstrap failure any more:
+// DivergentTransactions says what is wrong, and BootstrapFailed, which
+// takes precedence, would hide it for as long as the site is refused.
+func (d *decider) awaitsClone(site string) bool {
+	st := d.sites[site]
+	return st.Replication != v1alpha1.ReplicationRunning && st.SourceConvergenceReason != "GTIDDiverged" && !d.isReader(site)
 }
 
 // recoveryPending: True/DivergentTransactions while an old primary holds

@@ -36,7 +36,7 @@ func Decide(in Input) Decision {
 		d.continueFailover(t)
 	case t != nil && t.Kind == v1alpha1.TransitionSplitBrainResolution:
 		d.continueSplitBrain(t)
-	case t != nil && isPlannedKind(t.Kind):
+	case t != nil && IsPlannedKind(t.Kind):
 		d.continuePlanned(t)
 	case t != nil:
 		// Another kind of active-site change is in flight; it owns every
@@ -47,7 +47,7 @@ func Decide(in Input) Decision {
 			d.bootstrap()
 		}
 	default:
-		if d.startFailover(in.Status.ActiveSite) {
+		if d.startFailover(in.Status.ActiveSite) || d.startOwnTailFailover(in.Status.ActiveSite) {
 			d.fenceWritable(in.Status.ActiveSite, fmt.Sprintf("site %s is the active site", in.Status.ActiveSite))
 			d.supersedePlanned(in.Status.ActiveSite)
 		} else {
@@ -122,7 +122,12 @@ func (d *decider) prevSite(site string) *v1alpha1.SiteStatus {
 	return nil
 }
 
-func (d *decider) act(a Action) { d.out.Actions = append(d.out.Actions, a) }
+func (d *decider) act(a Action) {
+	if a.Kind == MakeWritable && d.refuseWritableForOwnTail(a.Site) {
+		return // it lost its own tail (owntail.go): never writable again
+	}
+	d.out.Actions = append(d.out.Actions, a)
+}
 
 func (d *decider) event(warning bool, reason, format string, args ...any) {
 	d.out.Events = append(d.out.Events, Event{Warning: warning, Reason: reason, Message: fmt.Sprintf(format, args...)})
@@ -309,8 +314,8 @@ func (d *decider) steady(active string) {
 // other trusted site's set, minus divergence already recorded for it, must be
 // contained in the active site's, and no other site may be writable.
 func (d *decider) reassert(active string, av *Observed) {
-	if len(d.writersBesides(active)) > 0 {
-		return // fenced first in this decision; reassert on a later one
+	if len(d.writersBesides(active)) > 0 || d.reassertRefusedForOwnTail(active, av) {
+		return // fenced first in this decision, or it lost its own tail (owntail.go)
 	}
 	var missing []string
 	for _, s := range d.in.Sites {
@@ -385,7 +390,7 @@ func (d *decider) follower(s SiteSpec, active string, av *Observed) {
 	}
 	extra := d.divergentFrom(o, av, active)
 	needsClone := NeedsClone(o.Executed, retrieved, av.Executed, av.Purged) ||
-		(srcOK && o.Replica.LastIOErrno == ErrnoSourcePurged)
+		(srcOK && o.Replica.ReadError == ReadErrorPurged)
 	d.recordDivergence(s, st, extra, active)
 	if !extra.IsEmpty() {
 		switch {
@@ -403,6 +408,10 @@ func (d *decider) follower(s SiteSpec, active string, av *Observed) {
 		default:
 			st.SourceConvergenceState, st.SourceConvergenceReason = "Converged", "DirectSource"
 		}
+		return
+	}
+	if srcOK && o.Replica.ReadError == ReadErrorReplicaHasMore && !refusalResolved(o, av) {
+		d.replicaHasMore(s, st, o, av, active)
 		return
 	}
 	if needsClone {

@@ -385,7 +385,7 @@ func TestFollowerConvergence(t *testing.T) {
 	sqlErr := replicating(iadHost)
 	sqlErr.SQLRunning, sqlErr.LastSQLErrno, sqlErr.LastSQLError = false, 1007, "Can't create database"
 	purgedErr := replicating(iadHost)
-	purgedErr.IORunning, purgedErr.LastIOErrno = "No", ErrnoSourcePurged
+	purgedErr.IORunning, purgedErr.LastIOErrno, purgedErr.ReadError = "No", ErrnoSourcePurged, ReadErrorPurged
 	lagging := replicating(iadHost)
 	lag := int64(900)
 	lagging.SecondsBehindSource = &lag
@@ -541,6 +541,35 @@ func TestClonesAndBootstrapping(t *testing.T) {
 		healed := Decide(newInput(obs, restarted.Status))
 		if b := cond(healed, v1alpha1.ConditionBootstrapping); b.Reason != v1alpha1.ReasonNotBootstrapping {
 			t.Fatalf("after pdx replicates: %+v", b)
+		}
+	})
+	t.Run("a clone that failed before the site came back divergent: DivergentTransactions, not BootstrapFailed", func(t *testing.T) {
+		// Planned on a poll from just before pdx restarted holding
+		// transactions of its own; the executor found them and refused.
+		obs := steadyObs()
+		obs["iad"] = purged(obs["iad"], "I:1-8")
+		// Its receiver stopped on the purged binary logs: not replicating.
+		r := replicating(iadHost)
+		r.IORunning, r.LastIOErrno, r.ReadError = "No", ErrnoSourcePurged, ReadErrorPurged
+		si := purged(site("pdx", false, "I:1-3,P:1-2", r), "")
+		si.Clone = CloneState{FailedAt: t0, Error: "site pdx holds transactions the donor iad lacks: not cloned"}
+		obs["pdx"] = si
+		d := Decide(newInput(obs, active(1, "iad")))
+		b, g := cond(d, v1alpha1.ConditionBootstrapping), cond(d, v1alpha1.ConditionDegraded)
+		if b.Reason != v1alpha1.ReasonNotBootstrapping || g.Reason != v1alpha1.ReasonDivergentTransactions || !strings.Contains(g.Message, "not cloned") {
+			t.Fatalf("Bootstrapping %+v Degraded %+v", b, g)
+		}
+		// Nor after a restart that found BootstrapFailed stored.
+		st := d.Status.DeepCopy()
+		for i := range st.Conditions {
+			if st.Conditions[i].Type == v1alpha1.ConditionBootstrapping {
+				st.Conditions[i].Reason, st.Conditions[i].Message = v1alpha1.ReasonBootstrapFailed, "clone of site pdx failed: earlier"
+			}
+		}
+		si.Clone = CloneState{}
+		obs["pdx"] = si
+		if g := cond(Decide(newInput(obs, *st)), v1alpha1.ConditionDegraded); g.Reason != v1alpha1.ReasonDivergentTransactions {
+			t.Fatalf("after restart: Degraded %+v", g)
 		}
 	})
 }

@@ -138,7 +138,7 @@ func (d *decider) catchUp(t *v1alpha1.Transition, tv *Observed) {
 		d.waiting = fmt.Sprintf("failover to %s: %s answers writable", target, src)
 		return
 	}
-	if sa == nil && t.SourceFenceDeadline != nil && d.in.Now.Before(t.SourceFenceDeadline.Time) {
+	if over, _ := d.selfFenceWaitOver(t); sa == nil && t.SourceFenceDeadline != nil && !over {
 		d.waiting = fmt.Sprintf("failover to %s: waiting for %s's self-fence deadline", target, src)
 		return
 	}

@@ -23,6 +23,10 @@ type FailoverSettings struct {
 	// unreachable primary it has surely fenced itself
 	// (protocol.SelfFenceBound). Promotion waits for it.
 	SelfFenceBound time.Duration
+	// MaxClockSkew is how far operator processes' clocks may disagree
+	// (leasestore.DefaultMaxClockSkew): a self-fence deadline written by
+	// another process is trusted only that much after it (deadline.go).
+	MaxClockSkew time.Duration
 	// MaxMissing bounds how many transactions seen committed on the old
 	// primary the candidate may lack and still be promoted automatically.
 	MaxMissing uint64
@@ -106,7 +110,7 @@ func (d *decider) startFailover(active string) bool {
 		return false
 	}
 	var last time.Time
-	if lf := d.in.Status.LastFailover; lf != nil {
+	if lf := d.in.Status.LastFailover; lf != nil && startsCooldown(lf.Kind) {
 		last = lf.Time.Time
 	}
 	due, why := FailoverDue(FailoverTrigger{Now: d.in.Now, ActiveReach: d.in.Observed[active].Reach, LastFailover: last,
@@ -261,11 +265,15 @@ func (d *decider) continueFailover(t *v1alpha1.Transition) {
 		// fenced proves it, trusted or not.
 		fenced := sa != nil && !sa.Writable
 		if !fenced && t.SourceFenceDeadline == nil {
+			if d.in.TransitionUnserved {
+				d.waiting = fmt.Sprintf("failover to %s: waiting for the intent to reach the cache sidecars are answered from", target)
+				return
+			}
 			d.recordFenceDeadline(t)
 			return
 		}
-		if dl := t.SourceFenceDeadline; !fenced && d.in.Now.Before(dl.Time) {
-			d.waiting = fmt.Sprintf("failover to %s: waiting until %s for %s to have fenced itself", target, dl.UTC().Format(time.RFC3339), src)
+		if over, until := d.selfFenceWaitOver(t); !fenced && !over {
+			d.waiting = fmt.Sprintf("failover to %s: waiting until %s for %s to have fenced itself", target, until.UTC().Format(time.RFC3339), src)
 			return
 		}
 		d.step(t, v1alpha1.StepCatchingUp)
@@ -277,10 +285,11 @@ func (d *decider) continueFailover(t *v1alpha1.Transition) {
 // it takes nothing more from a source that is being replaced.
 const StopReceiver ActionKind = "StopReceiver"
 
-// stopReceiversFrom stops, at the promotion, the receivers of the other
-// followers that still replicate from the old primary: should it come back
-// before they are repointed, they would fetch writes the new primary never
-// had and turn divergent.
+// stopReceiversFrom stops, from the promotion until publication, the
+// receivers of the other followers that still replicate from the old
+// primary: should it come back before they are repointed, they would fetch
+// writes the new primary never had and turn divergent. It is idempotent (a
+// stopped receiver is skipped), so every promoted step repeats it.
 func (d *decider) stopReceiversFrom(src, target string) {
 	host := SourceHost(d.in.Namespace, d.in.Group, src)
 	for _, s := range d.in.Sites {
@@ -297,6 +306,11 @@ func (d *decider) stopReceiversFrom(src, target string) {
 // publishes it with the new generation and clears the intent in one write.
 func (d *decider) finishFailover(t *v1alpha1.Transition, tv *Observed) {
 	src, target := t.SourceSite, t.TargetSite
+	// Part of every step from Promoting until published, not only of the
+	// decision that recorded it: an operator that crashed after the
+	// promotion's MakeWritable (or whose StopReceiver failed) would
+	// otherwise leave followers fetching from the old primary.
+	d.stopReceiversFrom(src, target)
 	if !tv.serving() {
 		d.act(Action{Kind: MakeWritable, Site: target, ResetReplication: tv.Replica != nil, Why: fmt.Sprintf("failover from unreachable %s", src)})
 		d.waiting = fmt.Sprintf("failover to %s: making it writable", target)

@@ -169,6 +169,20 @@ func TestFailoverSteps(t *testing.T) {
 			t.Fatalf("deadline %v, want rounded up to %v", d.Status.Transition.SourceFenceDeadline, t0.Add(30*time.Second))
 		}
 	})
+	t.Run("an intent the cache sidecars are answered from does not hold yet starts no wait", func(t *testing.T) {
+		st := inFailover(v1alpha1.StepRecorded)
+		st.Transition.SourceFenceDeadline = nil
+		in := failoverInput(iadDown(), st)
+		in.TransitionUnserved = true // the pass decides on its own last write
+		d := Decide(in)
+		if tr := d.Status.Transition; tr == nil || tr.Step != v1alpha1.StepRecorded || tr.SourceFenceDeadline != nil || d.WriteFirst {
+			t.Fatalf("transition %+v, writeFirst %v: a deadline before /active-site stops confirming the old primary", tr, d.WriteFirst)
+		}
+		in.TransitionUnserved = false
+		if tr := Decide(in).Status.Transition; tr == nil || tr.SourceFenceDeadline == nil {
+			t.Fatalf("transition %+v: once served, the wait starts", tr)
+		}
+	})
 	t.Run("an old primary seen fenced needs no deadline", func(t *testing.T) {
 		st := inFailover(v1alpha1.StepRecorded)
 		st.Transition.SourceFenceDeadline = nil
@@ -256,11 +270,11 @@ func TestFailoverSteps(t *testing.T) {
 		if lf := d.Status.LastFailover; lf.PromotionGTIDExecuted != expand("I:1-11") || !lf.Time.Time.Equal(in.Now) {
 			t.Fatalf("lastFailover %+v", lf)
 		}
-		if got := strings.Join(actions(d), ","); got != "Repoint dr,Repoint reader" {
+		if got := strings.Join(actions(d), ","); got != "StopReceiver dr,StopReceiver reader,Repoint dr,Repoint reader" {
 			t.Fatalf("actions %s", got)
 		}
 		for _, a := range d.Actions {
-			if a.SourceHost != pdxHost {
+			if a.Kind == Repoint && a.SourceHost != pdxHost {
 				t.Fatalf("repointed to %s", a.SourceHost)
 			}
 		}

@@ -43,6 +43,10 @@ type Replica struct {
 	SecondsBehindSource *int64
 	// Retrieved is Retrieved_Gtid_Set: received, maybe not applied.
 	Retrieved gtid.Set
+	// ReadError is what the source refused when LastIOErrno is its fatal
+	// read error (13114): purged logs, or a replica holding more of its
+	// own GTIDs than it has (SourceReadError).
+	ReadError SourceReadError
 }
 
 // Observed is one successful poll of a site.
@@ -141,6 +145,17 @@ type Input struct {
 	Observed map[string]SiteInput
 	// NewTransitionID names a transition this decision may record.
 	NewTransitionID string
+	// TransitionSeen is when this operator process first saw
+	// Status.Transition (by its ID), on the clock Now comes from; zero when
+	// unknown. It bounds the self-fence wait on this process's own clock
+	// (deadline.go).
+	TransitionSeen time.Time
+	// TransitionUnserved is true when Status is this process's own last
+	// write, newer than the informer cache /active-site answers from, and
+	// that cache does not hold Status.Transition yet: sidecars may still be
+	// confirmed as before it, so no self-fence deadline may start (Now
+	// would be earlier than the cache read the deadline counts from).
+	TransitionUnserved bool
 	// Failover configures automatic failover; a zero SelfFenceBound and
 	// Cooldown are used as given (tests), callers pass the spec's values.
 	Failover FailoverSettings

@@ -104,7 +104,9 @@ func (d *decider) plannedClaim() *v1alpha1.PlannedFailoverStatus {
 	return c
 }
 
-func isPlannedKind(k v1alpha1.TransitionKind) bool {
+// IsPlannedKind reports whether a transition is a planned handoff (a
+// planned failover or an ordered update's).
+func IsPlannedKind(k v1alpha1.TransitionKind) bool {
 	return k == v1alpha1.TransitionPlanned || k == v1alpha1.TransitionOrderedUpdate
 }
 
@@ -278,6 +280,9 @@ func (d *decider) targetCaughtUp(c *v1alpha1.PlannedFailoverStatus) (bool, strin
 	}
 	if extra := d.divergentFrom(tv, sv, c.SourceSite); !extra.IsEmpty() {
 		return false, fmt.Sprintf("target site %s holds %d transactions %s lacks (%s)", c.TargetSite, extra.Count(), c.SourceSite, GTIDPhrase(extra.OneLine()))
+	}
+	if why := d.plannedTargetLacksOwnTail(c, tv, sv); why != "" {
+		return false, why
 	}
 	lag := tv.Replica.SecondsBehindSource
 	if lag == nil || *lag > PlannedCaughtUpLagSeconds {

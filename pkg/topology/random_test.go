@@ -159,7 +159,7 @@ func takesWrites(in Input, site string) bool {
 func mustFence(in Input, d Decision) (keep string, applies bool) {
 	tr := in.Status.Transition
 	switch {
-	case tr != nil && isPlannedKind(tr.Kind):
+	case tr != nil && IsPlannedKind(tr.Kind):
 		return "", false
 	case tr != nil && d.Status.Transition == nil && d.Status.ActiveSite == in.Status.ActiveSite:
 		return "", false // abandoned: judged again on the next decision
@@ -254,8 +254,8 @@ func TestDecideInvariants(t *testing.T) {
 					checkFailoverPromotion(t, in, d, a, fenced, fail)
 					continue
 				}
-				rollback := tr != nil && isPlannedKind(tr.Kind) && d.Status.Transition == nil && a.Site == tr.SourceSite && !promoted(tr.Step)
-				if tr != nil && isPlannedKind(tr.Kind) && !rollback {
+				rollback := tr != nil && IsPlannedKind(tr.Kind) && d.Status.Transition == nil && a.Site == tr.SourceSite && !promoted(tr.Step)
+				if tr != nil && IsPlannedKind(tr.Kind) && !rollback {
 					plannedPromotions++
 					checkPlannedPromotion(in, d, a, fenced, fail)
 					continue
@@ -320,14 +320,14 @@ func TestDecideInvariants(t *testing.T) {
 		}
 		if d.Status.ActiveSite != in.Status.ActiveSite && in.Status.ActiveSite != "" {
 			tr := in.Status.Transition
-			if tr == nil || (tr.Kind != v1alpha1.TransitionAutomatic && !isPlannedKind(tr.Kind)) || tr.TargetSite != d.Status.ActiveSite || !promoted(tr.Step) {
+			if tr == nil || (tr.Kind != v1alpha1.TransitionAutomatic && !IsPlannedKind(tr.Kind)) || tr.TargetSite != d.Status.ActiveSite || !promoted(tr.Step) {
 				fail("active site changed from %s to %s outside a promoted failover", in.Status.ActiveSite, d.Status.ActiveSite)
 			}
 			if o := trusted(in, tr.TargetSite); o == nil || !o.Writable {
 				fail("published %s before it was observed writable", tr.TargetSite)
 			}
 		}
-		if in.Status.Transition == nil && d.Status.Transition != nil && isPlannedKind(d.Status.Transition.Kind) {
+		if in.Status.Transition == nil && d.Status.Transition != nil && IsPlannedKind(d.Status.Transition.Kind) {
 			plannedStarts++
 			checkPlannedStart(in, d, fail)
 		}
@@ -340,8 +340,11 @@ func TestDecideInvariants(t *testing.T) {
 			if in.Observed[in.Status.ActiveSite].Reach != observe.Unreachable {
 				fail("failover started while the active site is %s", in.Observed[in.Status.ActiveSite].Reach)
 			}
-			if lf := in.Status.LastFailover; lf != nil && in.Now.Sub(lf.Time.Time) < in.Failover.Cooldown {
-				fail("failover started inside the cooldown")
+			// Only an automatic failover (or one of unknown kind) starts the
+			// cooldown; planned handoffs are admitted only after it passed.
+			if lf := in.Status.LastFailover; lf != nil && lf.Kind != v1alpha1.TransitionPlanned && lf.Kind != v1alpha1.TransitionOrderedUpdate &&
+				in.Now.Sub(lf.Time.Time) < in.Failover.Cooldown {
+				fail("failover started inside the cooldown of a %q failover", lf.Kind)
 			}
 			if !in.Observed[in.Status.ActiveSite].SidecarSeen && in.Failover.Override == "" {
 				fail("failover started although the active site's sidecar was not seen running")

@@ -10,8 +10,10 @@ import (
 	"github.com/shipstream/bloodraven/pkg/siteaddr"
 )
 
-// ErrnoSourcePurged is Last_IO_Errno when the source purged binary logs the
-// replica still needs (the source's error 1236 as reported by MySQL 8.0+).
+// ErrnoSourcePurged is Last_IO_Errno when the receiver stopped on the
+// source's fatal read error 1236. It is also what a source that lost its own
+// tail answers a replica holding more (Replica.ReadError tells them apart;
+// only "purged" leads to a clone).
 const ErrnoSourcePurged = 13114
 
 // Divergent returns the transactions a follower executed that the active

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/shipstream/bloodraven/pkg/accounts"
 	"github.com/shipstream/bloodraven/pkg/apis/shipstream/v1alpha1"
 	"github.com/shipstream/bloodraven/pkg/controller"
 	"github.com/shipstream/bloodraven/pkg/render"
@@ -24,30 +25,22 @@ import (
 func (p *pass) initDB(ctx context.Context) {
 	g := p.g
 	secrets := p.kube.Core().V1().Secrets().Lister().Secrets(g.Namespace)
-	data := func(name string) (map[string][]byte, bool) {
+	get := func(name string) (map[string][]byte, error) {
 		s, err := secrets.Get(name)
 		if err != nil {
-			p.invalid = append(p.invalid, fmt.Sprintf("the first-boot init script needs Secret %s: %v", name, err))
-			return nil, false
+			return nil, err
 		}
-		return s.Data, true
+		return s.Data, nil
 	}
-	op, ok := data(g.Spec.Credentials.OperatorSecretName)
-	if !ok {
-		return
-	}
-	var app map[string][]byte
-	if n := g.Spec.Credentials.AppSecretName; n != "" {
-		if app, ok = data(n); !ok {
-			return
-		}
-	}
-	accounts, err := render.AccountsFromSecrets(g, op, app)
+	// Bad input (a missing Secret or key, two roles with one username, a
+	// role named root) renders nothing: the Secret keeps its last good
+	// script, and ResourcesReady and a Warning say why.
+	accts, err := render.AccountsFromSecrets(g, get)
 	if err != nil {
 		p.invalid = append(p.invalid, "the first-boot init script: "+err.Error())
 		return
 	}
-	desired := render.InitDBSecret(g, accounts)
+	desired := render.InitDBSecret(g, accts)
 	if err := p.ensureSecret(ctx, desired); err != nil {
 		p.applyFailed("Secret "+desired.Name, "spec.credentials", err)
 	}
@@ -98,6 +91,10 @@ func (c *Controller) groupsOfSecret(obj metav1.Object) []controller.Key {
 }
 
 func namesSecret(g *v1alpha1.MysqlFailoverGroup, name string) bool {
-	c := g.Spec.Credentials
-	return name == c.OperatorSecretName || name == c.AppSecretName
+	for _, r := range accounts.Roles() {
+		if n := accounts.SecretOf(g.Spec.Credentials, r); n != "" && n == name {
+			return true
+		}
+	}
+	return false
 }

@@ -32,9 +32,10 @@ import (
 const (
 	// DefaultStatementTimeout bounds every MySQL call except CLONE. It must
 	// stay below the leader-election safety margin (LeaseDuration −
-	// RenewDeadline, 5 s with the defaults): operator.LeaderElectionConfig's
-	// StatementTimeout() is the value to pass.
-	DefaultStatementTimeout = 4 * time.Second
+	// RenewDeadline − RetryPeriod, 3 s with the defaults):
+	// operator.LeaderElectionConfig's StatementTimeout() (4/5 of it) is the
+	// value to pass.
+	DefaultStatementTimeout = 2400 * time.Millisecond
 	DefaultCloneRetryDelay  = time.Minute
 	DefaultStatusRefresh    = 30 * time.Second
 	DefaultProgram          = "bloodraven-operator"
@@ -81,6 +82,22 @@ type Options struct {
 	// failover; nil reads the Lease records through the controller's
 	// Kubernetes client (leasestore.Store).
 	Holds HoldsFunc
+	// Leadership is checked immediately before every MySQL mutation: nil
+	// error while this process leads with a statement's worth of margin
+	// (operator.Process.MayMutate). Nil checks nothing (tests without an
+	// election).
+	Leadership func() error
+	// BeforeMutation, if set, is called before each mutation's guard
+	// (tests use it to stall a decision, as a slow pass would).
+	BeforeMutation func(topology.Action)
+	// RotationOverlap: how long both passwords of a rotated account work
+	// after every managed consumer moved; zero: accounts.DefaultOverlap
+	// (docs/credentials.md). Tests shorten it.
+	RotationOverlap time.Duration
+	// AfterRotationStep, if set, is called after a password rotation's step
+	// took effect on the server and before the store records it. Tests use
+	// it to stop the operator there.
+	AfterRotationStep func(role, step string)
 }
 
 // Sample is one poll of a site.
@@ -106,6 +123,8 @@ type Manager struct {
 
 	mu     sync.Mutex
 	groups map[string]*groupState
+	// seen: per group, when this process first saw its transition (manager_guard.go).
+	seen sync.Map
 }
 
 // groupState is the manager's in-memory cache of one group.
@@ -122,6 +141,14 @@ type groupState struct {
 	// process, used when a poll's read of it misses the poll deadline (its
 	// ReadAt says how old it is; the decision bounds that).
 	evidence map[string]Sample
+	tls      *groupTLS // manager_tls.go
+
+	// applied is the applied-password store as last written or read
+	// (manager_accounts.go).
+	applied *storeCopy
+	// latest is the group as this process last wrote or read it
+	// (Manager.freshest).
+	latest *v1alpha1.MysqlFailoverGroup
 }
 
 type siteClient struct {
@@ -185,6 +212,7 @@ func (m *Manager) forget(key string) {
 	s := m.groups[key]
 	delete(m.groups, key)
 	m.mu.Unlock()
+	m.seen.Delete(key)
 	m.tracker.Forget(key)
 	if s != nil {
 		for _, c := range s.clients {
@@ -197,11 +225,53 @@ func (m *Manager) forget(key string) {
 // Reconcile runs one observe → decide → act pass for g. It returns the
 // group as stored after its status writes, and when to poll again.
 func (m *Manager) Reconcile(ctx context.Context, g *v1alpha1.MysqlFailoverGroup) (*v1alpha1.MysqlFailoverGroup, time.Duration, error) {
+	served := g.Status.Transition
+	g = m.freshest(g)
+	out, poll, err := m.reconcile(ctx, g, served)
+	m.remember(out)
+	return out, poll, err
+}
+
+// freshest is g, or the copy of the group this process last wrote when the
+// informer has not delivered that write yet. A pass must not decide on the
+// older copy: its actions run before any status write of its own could
+// fail on the resourceVersion, and a decision that writes nothing never
+// finds out (a clean-clone CI run: a pass read the status from before the
+// previous pass's split-brain intent, refused bootstrap and fenced the
+// site the intent kept, leaving no writer).
+func (m *Manager) freshest(g *v1alpha1.MysqlFailoverGroup) *v1alpha1.MysqlFailoverGroup {
+	s := m.state(groupKey(g))
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if l := s.latest; l != nil && l.UID == g.UID && newerRV(l.ResourceVersion, g.ResourceVersion) {
+		return l.DeepCopy()
+	}
+	s.latest = nil
+	return g
+}
+
+// remember keeps g as the newest copy of its group this process knows.
+func (m *Manager) remember(g *v1alpha1.MysqlFailoverGroup) {
+	if g == nil {
+		return
+	}
+	s := m.state(groupKey(g))
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if l := s.latest; l == nil || l.UID != g.UID || newerRV(g.ResourceVersion, l.ResourceVersion) {
+		s.latest = g.DeepCopy()
+	}
+}
+
+// served is the transition of the informer's copy of g, which /active-site
+// answers from (topology.Input.TransitionUnserved).
+func (m *Manager) reconcile(ctx context.Context, g *v1alpha1.MysqlFailoverGroup, served *v1alpha1.Transition) (*v1alpha1.MysqlFailoverGroup, time.Duration, error) {
 	key := groupKey(g)
 	p, err := m.newPass(g)
 	if err != nil {
 		return g, p.cadence(nil), err
 	}
+	p.served = served
 	results, err := m.tracker.Round(ctx, key, p.probe, observe.RoundOptions{
 		Sites: p.siteNames(), Timeout: p.pollTimeout(), Thresholds: p.thresholds(),
 		MinInterval: p.pollInterval() / 2, Backoff: p.siteBackoff,
@@ -228,13 +298,39 @@ func (m *Manager) Reconcile(ctx context.Context, g *v1alpha1.MysqlFailoverGroup)
 	if err == nil {
 		err = admitErr
 	}
+	if err == nil {
+		p.accountsPass(ctx, results)
+		g = p.g
+	}
 	p.plannedProgress(claimBefore)
 	m.opts.Metrics.record(g, results)
-	if g.Status.Transition != nil {
+	if t := g.Status.Transition; t != nil {
+		if err == nil && topology.IsPlannedKind(t.Kind) {
+			return g, p.plannedStep(t), nil
+		}
 		// A change in flight moves at the base rate.
 		return g, p.pollInterval(), err
 	}
 	return g, p.cadence(results), err
+}
+
+// PlannedStepDelay is the shortest pause between the passes of a planned
+// handoff (or an ordered update's): its steps follow each other as soon as
+// the previous step's effect can be seen, not one poll later, because the
+// group takes no writes from the fence to the publication.
+const PlannedStepDelay = 25 * time.Millisecond
+
+// plannedStep makes the handoff's source and target due at the next pass
+// (their fence, drain and promotion are what the next step waits on; other
+// sites keep their cadence) and returns the delay until that pass:
+// PlannedStepDelay, or a 20th of the pollInterval when that is longer, so a
+// handoff that waits long (a slow drain, bounded by
+// topology.PlannedDrainTimeout) polls two sites at most twenty times per
+// interval.
+func (p *mpass) plannedStep(t *v1alpha1.Transition) time.Duration {
+	p.m.tracker.Invalidate(p.key, t.SourceSite)
+	p.m.tracker.Invalidate(p.key, t.TargetSite)
+	return max(PlannedStepDelay, p.pollInterval()/20)
 }
 
 // mpass is one Reconcile of one group.
@@ -247,6 +343,8 @@ type mpass struct {
 	now   time.Time
 	// prevTransition is the stored transition before this pass's writes.
 	prevTransition *v1alpha1.Transition
+	// served is the transition of the informer's copy of the group.
+	served *v1alpha1.Transition
 	// log carries the group's namespace and name (docs/development.md).
 	log *slog.Logger
 }
@@ -335,7 +433,15 @@ func (p *mpass) client(site string) (*mysql.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	key := addr + "\x00" + p.creds.User + "\x00" + p.creds.Password
+	tlsCfg, caPrint, err := p.siteTLS(site) // manager_tls.go: nil without spec.tls, never a fallback to plaintext
+	if err != nil {
+		return nil, err
+	}
+	password := p.creds.Password
+	if pw, ok := p.creds.Behind[site]; ok { // missed a rotation while unreachable (manager_accounts.go)
+		password = pw
+	}
+	key := addr + "\x00" + p.creds.User + "\x00" + password + "\x00" + caPrint
 	p.m.mu.Lock()
 	defer p.m.mu.Unlock()
 	if c := p.st.clients[site]; c != nil {
@@ -346,7 +452,7 @@ func (p *mpass) client(site string) (*mysql.Client, error) {
 		delete(p.st.clients, site)
 	}
 	c, err := mysql.Open(mysql.Options{
-		Addr: addr, User: p.creds.User, Password: p.creds.Password, Program: p.m.opts.Program,
+		Addr: addr, User: p.creds.User, Password: password, Program: p.m.opts.Program, TLS: tlsCfg,
 		DialTimeout: p.m.opts.StatementTimeout, StatementTimeout: p.m.opts.StatementTimeout,
 	})
 	if err != nil {
@@ -367,6 +473,7 @@ func (p *mpass) probe(ctx context.Context, site string) (Sample, error) {
 	defer cancel()
 	side := p.askSidecar(sctx, site)
 	s, err := p.probeMySQL(ctx, site)
+	p.noteTLS(site, err) // manager_tls.go
 	p.noteSidecar(site, <-side, err != nil)
 	return s, err
 }
@@ -472,6 +579,10 @@ func (p *mpass) input(results map[string]observe.Result[Sample]) topology.Input 
 		in.MaxLagSeconds = int64(*r.MaxLagSeconds)
 	}
 	in.Failover = p.failoverSettings()
+	in.TransitionSeen = p.transitionSeen(in.Status.Transition)
+	if t := in.Status.Transition; t != nil && (p.served == nil || p.served.ID != t.ID) {
+		in.TransitionUnserved = true
+	}
 	in.Reclone = recloneInput(g)
 	in.Failover.PollInterval = p.pollInterval()
 	p.m.mu.Lock()
@@ -509,7 +620,7 @@ func toObserved(s *observe.Sample[Sample]) *topology.Observed {
 		out.Replica = &topology.Replica{
 			SourceHost: r.SourceHost, SourcePort: r.SourcePort, IORunning: r.ReplicaIORunning, SQLRunning: r.SQLRunning(),
 			LastIOErrno: r.LastIOErrno, LastIOError: r.LastIOError, LastSQLErrno: r.LastSQLErrno, LastSQLError: r.LastSQLError,
-			SecondsBehindSource: r.SecondsBehindSource, Retrieved: r.RetrievedGTIDSet,
+			SecondsBehindSource: r.SecondsBehindSource, Retrieved: r.RetrievedGTIDSet, ReadError: sourceReadError(r),
 		}
 	}
 	return out

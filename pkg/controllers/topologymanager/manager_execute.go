@@ -25,6 +25,9 @@ var managerConditions = []string{v1alpha1.ConditionReady, v1alpha1.ConditionDegr
 // Decision Events are recorded only once the status they describe is stored.
 func (p *mpass) execute(ctx context.Context, d topology.Decision) (*v1alpha1.MysqlFailoverGroup, error) {
 	p.prevTransition = p.g.Status.Transition
+	if err := p.leading(); err != nil {
+		return p.g, err // manager_guard.go: a deposed leader stores nothing
+	}
 	if d.WriteFirst {
 		g, err := p.writeStatus(ctx, d.Status)
 		if err != nil {
@@ -49,6 +52,9 @@ func (p *mpass) execute(ctx context.Context, d topology.Decision) (*v1alpha1.Mys
 	p.run(ctx, d.Actions)
 	if d.WriteFirst {
 		return p.g, nil
+	}
+	if err := p.leading(); err != nil {
+		return p.g, err
 	}
 	g, err := p.writeStatus(ctx, d.Status)
 	if err != nil {
@@ -83,6 +89,7 @@ func (p *mpass) writeStatus(ctx context.Context, st v1alpha1.MysqlFailoverGroupS
 					apimeta.SetStatusCondition(&o.Status.Conditions, *c)
 				}
 			}
+			p.setTLSCondition(o) // manager_tls.go
 		}, update)
 	return g, err
 }
@@ -108,6 +115,11 @@ func (p *mpass) run(ctx context.Context, actions []topology.Action) {
 		if a.Kind == topology.MakeWritable && fenceFailed {
 			p.log.Warn("not making a site writable: a fence before it failed", "site", a.Site)
 			continue
+		}
+		if err := p.guard(ctx, a); err != nil {
+			// manager_guard.go: nothing more of this decision runs.
+			p.log.Warn("decision's remaining actions not run", "site", a.Site, "action", string(a.Kind), "err", err.Error())
+			return
 		}
 		err := p.do(ctx, a)
 		if err != nil && a.Kind == topology.Fence {
@@ -161,7 +173,7 @@ func (p *mpass) do(ctx context.Context, a topology.Action) error {
 		}
 	case topology.Repoint:
 		src := mysql.Source{Host: a.SourceHost, Port: a.SourcePort, User: p.creds.ReplicationUser,
-			Password: p.creds.ReplicationPassword, SSL: p.g.Spec.TLS != nil}
+			Password: p.creds.ReplicationPassword, SSL: p.g.Spec.TLS != nil, SSLCA: p.replicationCA()}
 		if err := c.Repoint(actx, src); err != nil {
 			log.Error("repoint failed", "err", err.Error())
 			p.recordf(corev1.EventTypeWarning, v1alpha1.EventFollowerRepointFailed, "site %s could not be pointed at %s: %v", a.Site, a.SourceHost, err)
@@ -266,7 +278,11 @@ func (p *mpass) startClone(ctx context.Context, a topology.Action) error {
 	if err != nil {
 		return err
 	}
-	cc, err := mysql.Open(mysql.Options{Addr: addr, User: p.creds.User, Password: p.creds.Password, Program: p.m.opts.Program,
+	tlsCfg, _, err := p.siteTLS(a.Site) // manager_tls.go
+	if err != nil {
+		return err
+	}
+	cc, err := mysql.Open(mysql.Options{Addr: addr, User: p.creds.User, Password: p.creds.Password, Program: p.m.opts.Program, TLS: tlsCfg,
 		DialTimeout: p.m.opts.StatementTimeout, StatementTimeout: p.m.opts.StatementTimeout, ReadTimeout: timeout + 30*time.Second})
 	if err != nil {
 		return err

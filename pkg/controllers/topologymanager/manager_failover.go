@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/shipstream/bloodraven/pkg/apis/shipstream/v1alpha1"
+	"github.com/shipstream/bloodraven/pkg/leasestore"
 	"github.com/shipstream/bloodraven/pkg/protocol"
 	"github.com/shipstream/bloodraven/pkg/render"
 	"github.com/shipstream/bloodraven/pkg/topology"
@@ -50,6 +51,9 @@ func (p *mpass) failoverSettings() topology.FailoverSettings {
 	// statement's timeout and a clock margin), counted from when the intent
 	// is served: the old primary has fenced itself by then.
 	s.SelfFenceBound = protocol.SelfFenceBound(p.sidecarTimers())
+	// A deadline another operator process wrote is compared on this one's
+	// clock (topology's deadline.go): the skew operator clocks keep.
+	s.MaxClockSkew = leasestore.DefaultMaxClockSkew
 	s.DrainTimeout = v1alpha1.DefaultConnectionDrainTimeout
 	if d := g.Spec.ConnectionDrainTimeout; d != nil {
 		s.DrainTimeout = d.Duration

@@ -38,6 +38,9 @@ type account struct {
 	dynamic    map[string]bool
 	dbs        map[string]*levelGrant // db name -> ON db.*
 	tables     map[string]*levelGrant // db + "." + table -> ON db.table
+	// restrictions are the partial revokes of global privileges
+	// (mysql.user.User_attributes "Restrictions"; partialrevokes.go).
+	restrictions restrictionSet
 }
 
 // levelGrant is the privileges of one database or table grant.
@@ -59,6 +62,7 @@ func newAccount(user, host string) *account {
 	return &account{
 		user: user, host: host, plugin: CachingSHA2Password, pwChanged: time.Now().UTC().Truncate(time.Second),
 		global: privSet{}, dynamic: map[string]bool{}, dbs: map[string]*levelGrant{}, tables: map[string]*levelGrant{},
+		restrictions: restrictionSet{},
 	}
 }
 
@@ -130,6 +134,7 @@ func (a *account) clone() *account {
 		b.dynamic[p] = w
 	}
 	b.dbs, b.tables = copyLevels(a.dbs), copyLevels(a.tables)
+	b.restrictions = a.restrictions.clone()
 	return &b
 }
 
@@ -249,6 +254,8 @@ type diskAccount struct {
 	Dynamic    map[string]bool           `json:"dynamic,omitempty"` // privilege -> WITH GRANT OPTION
 	DBs        map[string]diskLevelGrant `json:"db,omitempty"`
 	Tables     map[string]diskLevelGrant `json:"tables,omitempty"`
+	// Restrictions is User_attributes "Restrictions" (partial revokes).
+	Restrictions []diskRestriction `json:"restrictions,omitempty"`
 }
 
 type diskLevelGrant struct {
@@ -261,7 +268,8 @@ func toDiskAccounts(set accountSet) []diskAccount {
 	for _, a := range set {
 		d := diskAccount{User: a.user, Host: a.host, Plugin: a.plugin, AuthString: a.authString, Secondary: a.secondary,
 			Locked: a.locked, PwChanged: a.pwChanged.Unix(), Global: privList(a.global), GlobalWith: a.globalWith,
-			Dynamic: a.dynamic, DBs: toDiskLevels(a.dbs), Tables: toDiskLevels(a.tables)}
+			Dynamic: a.dynamic, DBs: toDiskLevels(a.dbs), Tables: toDiskLevels(a.tables),
+			Restrictions: toDiskRestrictions(a.restrictions)}
 		out = append(out, d)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].User+"@"+out[i].Host < out[j].User+"@"+out[j].Host })
@@ -281,6 +289,7 @@ func fromDiskAccounts(ds []diskAccount) accountSet {
 			a.dynamic[p] = w
 		}
 		a.dbs, a.tables = fromDiskLevels(d.DBs), fromDiskLevels(d.Tables)
+		a.restrictions = fromDiskRestrictions(d.Restrictions)
 		set[a.key()] = a
 	}
 	return set

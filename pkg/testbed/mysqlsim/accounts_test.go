@@ -368,31 +368,50 @@ func TestPrivilegeChecksFromGrants(t *testing.T) {
 			t.Fatalf("CREATE USER with sql_log_bin=0 took a GTID: %s -> %s", executedBefore, got)
 		}
 	})
-	t.Run("kill needs CONNECTION_ADMIN", func(t *testing.T) {
+	// KILL of another user's session needs CONNECTION_ADMIN; of a session
+	// with SYSTEM_USER (the admin's: ALL PRIVILEGES) SYSTEM_USER as well
+	// (manual "KILL Statement").
+	t.Run("kill needs CONNECTION_ADMIN, and SYSTEM_USER for a system session", func(t *testing.T) {
 		mustExec(t, admin, "CREATE USER 'killer'@'%' IDENTIFIED BY 'pw'")
-		victim, err := admin.Conn(ctx(t))
-		if err != nil {
-			t.Fatal(err)
+		mustExec(t, admin, "CREATE USER 'plainvictim'@'%' IDENTIFIED BY 'pw'")
+		session := func(db *sql.DB) (*sql.Conn, int64) {
+			c, err := db.Conn(ctx(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { c.Close() })
+			var id int64
+			if err := c.QueryRowContext(ctx(t), "SELECT CONNECTION_ID()").Scan(&id); err != nil {
+				t.Fatal(err)
+			}
+			return c, id
 		}
-		defer victim.Close()
-		var id int64
-		if err := victim.QueryRowContext(ctx(t), "SELECT CONNECTION_ID()").Scan(&id); err != nil {
-			t.Fatal(err)
+		plain, plainID := session(open(t, srv.Addr(), "plainvictim", "pw", nil, false))
+		sys, sysID := session(admin)
+		refused := func(db *sql.DB, victim *sql.Conn, id int64, why string) {
+			t.Helper()
+			if _, err := db.Exec(fmt.Sprintf("KILL %d", id)); myErrNo(err) != 1095 {
+				t.Fatalf("KILL %s: %v, want 1095", why, err)
+			}
+			if err := victim.PingContext(ctx(t)); err != nil {
+				t.Fatalf("refused KILL (%s) closed the session: %v", why, err)
+			}
 		}
-		db := open(t, srv.Addr(), "killer", "pw", nil, false)
-		if _, err := db.Exec(fmt.Sprintf("KILL %d", id)); myErrNo(err) != 1095 {
-			t.Fatalf("KILL without CONNECTION_ADMIN: %v, want 1095", err)
+		killed := func(db *sql.DB, victim *sql.Conn, id int64) {
+			t.Helper()
+			mustExec(t, db, fmt.Sprintf("KILL %d", id))
+			eventually(t, 5*time.Second, "the killed session to end", func() (bool, string) {
+				err := victim.PingContext(ctx(t))
+				return err != nil, fmt.Sprint(err)
+			})
 		}
-		if err := victim.PingContext(ctx(t)); err != nil {
-			t.Fatalf("refused KILL closed the session: %v", err)
-		}
+		refused(open(t, srv.Addr(), "killer", "pw", nil, false), plain, plainID, "without CONNECTION_ADMIN")
 		mustExec(t, admin, "GRANT CONNECTION_ADMIN ON *.* TO 'killer'@'%'")
-		db = open(t, srv.Addr(), "killer", "pw", nil, false)
-		mustExec(t, db, fmt.Sprintf("KILL %d", id))
-		eventually(t, 5*time.Second, "the killed session to end", func() (bool, string) {
-			err := victim.PingContext(ctx(t))
-			return err != nil, fmt.Sprint(err)
-		})
+		db := open(t, srv.Addr(), "killer", "pw", nil, false)
+		refused(db, sys, sysID, "of a SYSTEM_USER session without SYSTEM_USER")
+		killed(db, plain, plainID)
+		mustExec(t, admin, "GRANT SYSTEM_USER ON *.* TO 'killer'@'%'")
+		killed(open(t, srv.Addr(), "killer", "pw", nil, false), sys, sysID)
 	})
 	t.Run("processlist needs PROCESS", func(t *testing.T) {
 		mustExec(t, admin, "CREATE USER 'watcher'@'%' IDENTIFIED BY 'pw'")

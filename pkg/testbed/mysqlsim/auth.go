@@ -52,7 +52,15 @@ func (p *authProvider) Validate(plugin string) bool {
 	return plugin == CachingSHA2Password || plugin == NativePassword
 }
 
+// Authenticate checks the client's answer; a refusal counts in
+// FailedAuthentications (authstats.go).
 func (p *authProvider) Authenticate(c *server.Conn, plugin string, data []byte) error {
+	err := p.authenticate(c, plugin, data)
+	p.s.countAuthResult(c.GetUser(), err)
+	return err
+}
+
+func (p *authProvider) authenticate(c *server.Conn, plugin string, data []byte) error {
 	a := p.s.loginAccount(c.GetUser(), c.RemoteAddr())
 	salt := connSalt(c)
 	denied := errLoginDenied(c, true)

@@ -269,10 +269,12 @@ func ddlText(op writeOp) string {
 	}
 	switch op.kind {
 	case opCreateDB:
+		cs, coll := settingsOf(op) // schemata.go
+		opts := " CHARACTER SET " + cs + " COLLATE " + coll
 		if op.ifExists {
-			return "CREATE DATABASE IF NOT EXISTS `" + op.db + "`"
+			return "CREATE DATABASE IF NOT EXISTS `" + op.db + "`" + opts
 		}
-		return "CREATE DATABASE `" + op.db + "`"
+		return "CREATE DATABASE `" + op.db + "`" + opts
 	case opDropDB:
 		if op.ifExists {
 			return "DROP DATABASE IF EXISTS `" + op.db + "`"

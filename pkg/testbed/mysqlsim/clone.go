@@ -161,6 +161,7 @@ func (s *Server) fetchCloneSnapshot(addr, user, password string, useTLS bool) (c
 	snap := cloneSnapshot{executed: executed, dbs: map[string]*database{}, accounts: w.Accounts, channel: w.Channel}
 	for name, tables := range w.DBs {
 		d := &database{tables: map[string]*dataTable{}}
+		d.charset, d.collation = w.DBSettings[name][0], w.DBSettings[name][1]
 		for tn, t := range tables {
 			d.tables[tn] = &dataTable{cols: t.Cols, rows: normalizeJSONRows(t.Rows)}
 		}
@@ -250,6 +251,8 @@ type wireSnapshot struct {
 	DBs      map[string]map[string]wireTable `json:"dbs"`
 	Accounts []diskAccount                   `json:"accounts"`
 	Channel  *cloneChannel                   `json:"channel,omitempty"`
+	// DBSettings: each schema's character set and collation (schemata.go).
+	DBSettings map[string][2]string `json:"dbSettings,omitempty"`
 }
 
 type wireTable struct {
@@ -278,6 +281,12 @@ func (s *Server) cloneSnapshot(sess *session) (*table, error) {
 			tables[tn] = wireTable{Cols: t.cols, Rows: t.rows}
 		}
 		snap.DBs[name] = tables
+		if d.charset != "" {
+			if snap.DBSettings == nil {
+				snap.DBSettings = map[string][2]string{}
+			}
+			snap.DBSettings[name] = [2]string{d.charset, d.collation}
+		}
 	}
 	s.mu.Unlock()
 	b, err := json.Marshal(snap)

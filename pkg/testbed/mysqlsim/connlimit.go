@@ -89,7 +89,7 @@ func writePreHandshakeError(conn net.Conn, code uint16, msg string) {
 // max_connections is reserved for CONNECTION_ADMIN (or SUPER) holders
 // (1040).
 func (s *Server) admitLocked(sess *session) error {
-	if err := s.secureTransportLocked(sess.secure); err != nil { // transport.go
+	if err := s.secureTransportLocked(sess); err != nil { // transport.go
 		return err
 	}
 	if sess.viaAdmin {

@@ -10,9 +10,10 @@ import (
 
 // ControlHandler serves the fault-injection API of one server over HTTP, for
 // processes started by end-to-end tests and the playground. Every call is a
-// POST except GET /state:
+// POST except the GETs:
 //
 //	GET  /state                           server state as JSON
+//	GET  /auth-failures                   FailedAuthentications, {"user": count}
 //	POST /crash, /restart                 crash (connections drop, state kept) and start again
 //	POST /freeze, /thaw                   stop answering anything / resume
 //	POST /partition?client=NAME[&client=] cut off clients by program_name ("mysqlsim:<name>" for peers)
@@ -40,6 +41,7 @@ func ControlHandler(s *Server) http.Handler {
 		})
 	}
 	mux.HandleFunc("GET /state", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, s.Snapshot().jsonView()) })
+	mux.HandleFunc("GET /auth-failures", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, s.FailedAuthentications()) })
 	post("/crash", func(*http.Request) (any, error) { s.Crash(); return nil, nil })
 	post("/restart", func(*http.Request) (any, error) { return nil, s.Restart() })
 	post("/freeze", func(*http.Request) (any, error) { s.Freeze(); return nil, nil })

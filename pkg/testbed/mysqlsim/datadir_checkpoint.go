@@ -25,6 +25,9 @@ type diskState struct {
 	// nil in a checkpoint written before they were stored: the configured
 	// accounts are created then, as at a first boot.
 	Accounts []diskAccount `json:"accounts"`
+	// DBSettings are each schema's character set and collation
+	// (schemata.go); absent for a schema: the server's defaults.
+	DBSettings map[string][2]string `json:"databaseSettings,omitempty"`
 }
 
 type diskTxn struct {
@@ -117,6 +120,12 @@ func encodeCheckpoint(st *state, redoSeq uint64) ([]byte, error) {
 			tables[tn] = wireTable{Cols: t.cols, Rows: t.rows}
 		}
 		d.DBs[name] = tables
+		if db.charset != "" {
+			if d.DBSettings == nil {
+				d.DBSettings = map[string][2]string{}
+			}
+			d.DBSettings[name] = [2]string{db.charset, db.collation}
+		}
 	}
 	if ch := st.repl; ch != nil {
 		d.Repl = &diskChannel{
@@ -157,6 +166,7 @@ func decodeCheckpoint(b []byte, cfg Config) (*state, uint64, error) {
 	}
 	for name, tables := range d.DBs {
 		db := &database{tables: map[string]*dataTable{}}
+		db.charset, db.collation = d.DBSettings[name][0], d.DBSettings[name][1]
 		for tn, t := range tables {
 			db.tables[tn] = &dataTable{cols: t.Cols, rows: normalizeJSONRows(t.Rows)}
 		}

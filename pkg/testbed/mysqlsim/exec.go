@@ -91,6 +91,8 @@ func (s *Server) dispatch(sess *session, first token, c *cursor) (*gomysql.Resul
 		return nil, t, err
 	case first.isKw("CLONE"):
 		return nil, nil, s.execClone(sess, c)
+	case first.isKw("SHUTDOWN"): // shutdown.go
+		return nil, nil, s.execShutdown(sess, c)
 	case first.isKw("CREATE"), first.isKw("DROP"), first.isKw("INSERT"), first.isKw("DELETE"):
 		res, err := s.execWrite(sess, first, c)
 		return res, nil, err
@@ -98,6 +100,14 @@ func (s *Server) dispatch(sess *session, first token, c *cursor) (*gomysql.Resul
 		// DO evaluates expressions and discards the result (e.g. DO SLEEP(1)).
 		_, err := s.selectExprs(sess, c)
 		return nil, nil, err
+	case first.isKw("FLUSH") && isFlushTables(c): // backuplocks.go
+		return nil, nil, s.execFlushTables(sess, c)
+	case first.isKw("UNLOCK") && c.acceptKw("TABLES"):
+		return nil, nil, s.execUnlockTables(sess, c)
+	case first.isKw("UNLOCK") && c.acceptKw("INSTANCE"):
+		return nil, nil, s.execUnlockInstance(sess, c)
+	case first.isKw("LOCK") && c.peek().isKw("INSTANCE"):
+		return nil, nil, s.execLockInstance(sess, c)
 	case first.isKw("FLUSH") && c.peek().isKw("BINARY", "LOCAL", "NO_WRITE_TO_BINLOG"):
 		return nil, nil, s.execFlushBinaryLogs(sess, c)
 	case first.isKw("PURGE"):
@@ -154,6 +164,12 @@ func (s *Server) execKill(sess *session, c *cursor) error {
 		return myErr(ErNoSuchThread, "Unknown thread id: %d", id)
 	}
 	if target.user.Name != sess.user.Name && !sess.hasAnyPrivilege("CONNECTION_ADMIN", "SUPER") {
+		return myErr(ErKillDenied, "You are not owner of thread %d", id)
+	}
+	// Manual "KILL Statement": to affect a session running with
+	// SYSTEM_USER, the killer must hold SYSTEM_USER too (MySQL answers
+	// 1095 as for any thread the killer may not affect).
+	if target.hasPrivilege("SYSTEM_USER") && !sess.hasPrivilege("SYSTEM_USER") {
 		return myErr(ErKillDenied, "You are not owner of thread %d", id)
 	}
 	if query {

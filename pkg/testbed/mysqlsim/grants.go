@@ -56,7 +56,7 @@ var (
 	// dynamicPrivs are the dynamic privileges of a MySQL 9.7 server with
 	// the plugins the product loads, as SHOW GRANTS prints them for an
 	// account with ALL PRIVILEGES.
-	dynamicPrivs = []string{"APPLICATION_PASSWORD_ADMIN", "AUDIT_ABORT_EXEMPT", "AUDIT_ADMIN",
+	dynamicPrivs = []string{"ALLOW_NONEXISTENT_DEFINER", "APPLICATION_PASSWORD_ADMIN", "AUDIT_ABORT_EXEMPT", "AUDIT_ADMIN",
 		"AUTHENTICATION_POLICY_ADMIN", "BACKUP_ADMIN", "BINLOG_ADMIN", "BINLOG_ENCRYPTION_ADMIN", "CLONE_ADMIN",
 		"CONNECTION_ADMIN", "ENCRYPTION_KEY_ADMIN", "FIREWALL_EXEMPT", "FLUSH_OPTIMIZER_COSTS", "FLUSH_PRIVILEGES",
 		"FLUSH_STATUS", "FLUSH_TABLES", "FLUSH_USER_RESOURCES", "GROUP_REPLICATION_ADMIN", "GROUP_REPLICATION_STREAM",
@@ -91,6 +91,10 @@ type accountStmt struct {
 	db, table string   // level: "*" "*" for *.*, db "*" for db.*
 	lock      *bool    // ACCOUNT LOCK / UNLOCK
 	allFrom   bool     // REVOKE ALL [PRIVILEGES], GRANT OPTION FROM: every privilege at every level
+	// partialRevokes is partial_revokes where the statement runs, grantor
+	// the restrictions of the account that runs it (partialrevokes.go).
+	partialRevokes bool
+	grantor        restrictionSet
 }
 
 type userSpec struct {
@@ -492,10 +496,8 @@ func (set accountSet) check(st *accountStmt) error {
 			if a == nil {
 				return myErr(ErNonexistingGrant, "There is no such grant defined for user '%s' on host '%s'", u.user, u.host)
 			}
-			if st.db != "*" && !st.allFrom {
-				if g := a.level(st.db, st.table); g == nil {
-					return myErr(ErNonexistingGrant, "There is no such grant defined for user '%s' on host '%s'", u.user, u.host)
-				}
+			if st.db != "*" && !st.allFrom && a.level(st.db, st.table) == nil && !st.allPartial(a) {
+				return myErr(ErNonexistingGrant, "There is no such grant defined for user '%s' on host '%s'", u.user, u.host)
 			}
 		}
 	}
@@ -614,6 +616,7 @@ func (set accountSet) applyGrant(st *accountStmt) error {
 				if isDynamic[p] {
 					a.dynamic[p] = a.dynamic[p] || st.grantOpt
 				} else {
+					a.grantGlobalRestrictions(p, a.global[p], st.grantor)
 					a.global[p] = true
 				}
 			}
@@ -643,8 +646,37 @@ func (set accountSet) applyGrant(st *accountStmt) error {
 			g.privs[p] = true
 		}
 		g.with = g.with || st.grantOpt
+		if st.table == "*" {
+			a.liftSchemaRestrictions(st.db, g)
+		}
 	}
 	return nil
+}
+
+// liftSchemaRestrictions: a schema-level GRANT of a privilege the account
+// has restricted on that schema removes the restriction and records no
+// database grant for it (manual, "Privilege Restriction Using Partial
+// Revokes"; DB_restrictions_aggregator_db_grant).
+func (a *account) liftSchemaRestrictions(db string, g *levelGrant) {
+	for p := range a.restrictions[db] {
+		if g.privs[p] {
+			delete(g.privs, p)
+			a.restrictions.remove(db, p)
+		}
+	}
+	if len(g.privs) == 0 && !g.with {
+		delete(a.dbs, db)
+	}
+}
+
+// allPartial reports whether a schema-level REVOKE becomes restrictions
+// only, so that it needs no database grant row.
+func (st *accountStmt) allPartial(a *account) bool {
+	if !st.partialRevokes || st.table != "*" || st.grantOpt {
+		return false
+	}
+	restrict, rest := a.partialRevokeSplit(st.db, schemaLevelPrivs(st.privs))
+	return len(restrict) > 0 && len(rest) == 0
 }
 
 func (set accountSet) applyRevoke(st *accountStmt) {
@@ -661,6 +693,7 @@ func (set accountSet) applyRevoke(st *accountStmt) {
 			for _, p := range expandAll(st.privs, true) {
 				delete(a.global, p)
 				delete(a.dynamic, p)
+				a.restrictions.removeEverywhere(p) // revoking globally lifts its restrictions
 			}
 			if st.grantOpt {
 				a.globalWith = false
@@ -671,14 +704,21 @@ func (set accountSet) applyRevoke(st *accountStmt) {
 			continue
 		}
 		m, k := a.dbs, st.db
+		privs := st.privs
 		if st.table != "*" {
 			m, k = a.tables, st.db+"."+st.table
+		} else if st.partialRevokes {
+			var restrict []string
+			restrict, privs = a.partialRevokeSplit(st.db, schemaLevelPrivs(st.privs))
+			for _, p := range restrict {
+				a.restrictions.add(st.db, p)
+			}
 		}
 		g := m[k]
 		if g == nil {
 			continue
 		}
-		for _, p := range st.privs {
+		for _, p := range privs {
 			if p == "ALL" {
 				g.privs = privSet{}
 			}
@@ -754,6 +794,7 @@ func (a *account) showGrants() []string {
 	if len(dynWith) > 0 {
 		lines = append(lines, "GRANT "+strings.Join(dynWith, ",")+" ON *.*"+to+" WITH GRANT OPTION")
 	}
+	lines = append(lines, a.revokeLines()...) // partial revokes, before the database grants
 	lines = append(lines, levelLines(a.dbs, dbPrivs, to, false)...)
 	lines = append(lines, levelLines(a.tables, tablePrivs, to, true)...)
 	return lines
@@ -819,10 +860,17 @@ func (s *Server) execAccountStmt(sess *session, first token, c *cursor) error {
 		return err
 	}
 	op := writeOp{kind: opAccount}
+	if err := s.waitForWriteLocksLocked(sess, op); err != nil { // backuplocks.go
+		return err
+	}
 	if err := s.checkWritableLocked(sess, op); err != nil {
 		return err
 	}
 	st.hashPasswords(s.st.accounts)
+	st.partialRevokes = s.ext.partialRevokes
+	if ps := sess.privs.Load(); ps != nil && !sess.system {
+		st.grantor = ps.restricted
+	}
 	if err := s.st.accounts.check(st); err != nil {
 		return err
 	}
@@ -844,7 +892,7 @@ func (s *Server) execAccountStmt(sess *session, first token, c *cursor) error {
 		s.notifyLocked()
 		return nil
 	}
-	return s.commitLocked(sess, []writeOp{accountOp(st.text())})
+	return s.commitLocked(sess, []writeOp{accountOpOf(st)})
 }
 
 // checkAccountPrivilege is the privilege each account statement needs
@@ -852,10 +900,23 @@ func (s *Server) execAccountStmt(sess *session, first token, c *cursor) error {
 // Statement", "ALTER USER Statement"): CREATE USER for account changes
 // (none to change one's own password), GRANT OPTION and the privileges
 // themselves to grant or revoke them.
+//
+// The mysql schema's privilege stands in for CREATE USER as the manual
+// says: INSERT for CREATE USER, UPDATE for ALTER USER, DELETE for DROP
+// USER. And an account with SYSTEM_USER (a system account: the operator's,
+// with ALL PRIVILEGES) can be changed only by a session that has
+// SYSTEM_USER too (manual "Account Categories"): 1227.
 func (s *Server) checkAccountPrivilege(sess *session, st *accountStmt) error {
+	if err := s.checkAccountStmtPrivilege(sess, st); err != nil {
+		return err
+	}
+	return s.checkSystemAccounts(sess, st)
+}
+
+func (s *Server) checkAccountStmtPrivilege(sess *session, st *accountStmt) error {
 	switch st.verb {
 	case "CREATE USER", "DROP USER":
-		if !sess.hasPrivilege("CREATE USER") {
+		if !sess.hasPrivilege("CREATE USER") && !sess.hasSchemaPrivilege("mysql", map[string]string{"CREATE USER": "INSERT", "DROP USER": "DELETE"}[st.verb]) {
 			return errNeedPrivilege("CREATE USER")
 		}
 	case "ALTER USER":
@@ -863,14 +924,37 @@ func (s *Server) checkAccountPrivilege(sess *session, st *accountStmt) error {
 		for _, u := range st.users {
 			self = self && u.user == sess.user.Name && strings.EqualFold(u.host, sess.accountHost())
 		}
-		if !self && !sess.hasPrivilege("CREATE USER") {
+		if !self && !sess.hasPrivilege("CREATE USER") && !sess.hasSchemaPrivilege("mysql", "UPDATE") {
 			return errNeedPrivilege("CREATE USER")
 		}
 	case "GRANT", "REVOKE":
-		if st.allFrom && sess.hasPrivilege("CREATE USER") {
+		// REVOKE ALL PRIVILEGES, GRANT OPTION FROM: CREATE USER, or UPDATE
+		// on the mysql schema (manual "REVOKE Statement").
+		if st.allFrom && (sess.hasPrivilege("CREATE USER") || sess.hasSchemaPrivilege("mysql", "UPDATE")) {
 			return nil
 		}
 		return s.checkGrantor(sess, st)
+	}
+	return nil
+}
+
+// checkSystemAccounts refuses a session without SYSTEM_USER a statement
+// naming an account that holds SYSTEM_USER. Changing one's own password
+// stays allowed (ALTER USER of the session's own account).
+func (s *Server) checkSystemAccounts(sess *session, st *accountStmt) error {
+	if sess.hasPrivilege("SYSTEM_USER") {
+		return nil
+	}
+	for _, u := range st.users {
+		self := u.user == sess.user.Name && strings.EqualFold(u.host, sess.accountHost())
+		if st.verb == "ALTER USER" && self && st.lock == nil {
+			continue
+		}
+		if a := s.st.accounts[accountKey(u.user, u.host)]; a != nil {
+			if _, sys := a.dynamic["SYSTEM_USER"]; sys {
+				return errNeedPrivilege("SYSTEM_USER")
+			}
+		}
 	}
 	return nil
 }

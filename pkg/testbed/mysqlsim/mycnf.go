@@ -275,6 +275,7 @@ type bootState struct {
 	// firstBootPending is set by a boot on an empty data directory that
 	// the image's entrypoint initialises (firstboot.go).
 	firstBootPending bool
+	partialRevokes   bool // partial_revokes (partialrevokes.go)
 }
 
 // rereadOptionFileLocked reads the option file again at a start, as a
@@ -313,6 +314,7 @@ func (s *Server) applyStartupOptionsLocked() error {
 	if o.maxConnections != nil {
 		s.conns.max = *o.maxConnections
 	}
+	s.bootPartialRevokesLocked() // partialrevokes.go
 	if err := s.loadPluginsLocked(); err != nil {
 		return err
 	}

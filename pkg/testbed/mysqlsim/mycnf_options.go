@@ -165,6 +165,7 @@ var modelledOptions = map[string]optDef{
 		b.opts.values["persisted-globals-load"] = strconv.FormatBool(v.b)
 		return nil
 	}},
+	"partial-revokes": {kind: optBool, apply: partialRevokesOption}, // partialrevokes.go
 	"relay-log-recovery": {kind: optBool, apply: func(b *optionBuild, v optValue) error {
 		b.cfg.RelayLogRecovery = v.b
 		return nil
@@ -218,7 +219,7 @@ var acceptedOptions = strings.Fields(`
 	group-concat-max-len max-execution-time max-prepared-stmt-count max-sp-recursion-depth
 	skip-external-locking skip-symbolic-links symbolic-links core-file server-id-bits
 	offline-mode default-password-lifetime password-history password-reuse-interval
-	partial-revokes activate-all-roles-on-login mandatory-roles init-connect init-file
+	activate-all-roles-on-login mandatory-roles init-connect init-file
 	character-set-filesystem skip-character-set-client-handshake temptable-max-ram temptable-max-mmap
 	information-schema-stats-expiry key-buffer-size myisam-recover-options
 	gtid-executed-compression-period binlog-encryption early-plugin-load keyring-migration-source

@@ -122,6 +122,11 @@ func (s *Server) selectReplicationTable(sess *session, db, name string, items []
 	if err := c.expectEnd(); err != nil {
 		return nil, true, err
 	}
+	// These tables need SELECT on them (or on performance_schema.* or *.*),
+	// as MySQL's replication tables do (privileges.go).
+	if !sess.hasTablePrivilege("performance_schema", strings.ToLower(name), "SELECT") {
+		return nil, true, errTableAccessDenied(sess, "SELECT", strings.ToLower(name))
+	}
 	s.mu.Lock()
 	rows := rowsOf()
 	s.mu.Unlock()

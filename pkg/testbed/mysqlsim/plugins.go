@@ -221,6 +221,9 @@ func (s *Server) execInstallPlugin(sess *session, c *cursor) error {
 	if !sess.hasSchemaPrivilege("mysql", "INSERT") {
 		return myErr(ErTableAccessDenied, "INSERT command denied to user '%s'@'%%' for table 'plugin'", sess.user.Name)
 	}
+	if err := s.checkWritableLocked(sess, writeOp{kind: opAccount}); err != nil {
+		return err // mysql.plugin is written: read_only applies (1290)
+	}
 	key := strings.ToLower(name)
 	if s.pluginActiveLocked(key) {
 		return myErr(ErUDFExists, "Function '%s' already exists", name)
@@ -258,6 +261,9 @@ func (s *Server) execUninstallPlugin(sess *session, c *cursor) error {
 	defer s.mu.Unlock()
 	if !sess.hasSchemaPrivilege("mysql", "DELETE") {
 		return myErr(ErTableAccessDenied, "DELETE command denied to user '%s'@'%%' for table 'plugin'", sess.user.Name)
+	}
+	if err := s.checkWritableLocked(sess, writeOp{kind: opAccount}); err != nil {
+		return err // mysql.plugin is written: read_only applies (1290)
 	}
 	key := strings.ToLower(name)
 	for _, b := range builtinPlugins {

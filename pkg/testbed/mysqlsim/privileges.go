@@ -9,13 +9,18 @@ import "net"
 // As in MySQL ("When Privilege Changes Take Effect"), a session's global
 // privileges are those its account had when it connected; database and
 // table privileges follow GRANT and REVOKE at once (MySQL: at the next
-// statement or USE).
+// statement or USE). Partial revokes (partialrevokes.go) are recorded in
+// mysql.user with the global privileges and, like them, are taken at
+// login.
 
 // sessionPrivs is what a session may do.
 type sessionPrivs struct {
 	global privSet            // static and dynamic privileges ON *.*
 	dbs    map[string]privSet // ON db.*
 	tables map[string]privSet // ON db.table, keyed db + "." + table
+	// restricted are the partial revokes of global privileges: db ->
+	// privileges the global grant does not give on that database.
+	restricted restrictionSet
 }
 
 // loginPrivs is the privilege snapshot of a session that logs in as a.
@@ -31,6 +36,7 @@ func loginPrivs(a *account) *sessionPrivs {
 		p.global["GRANT OPTION"] = true
 	}
 	p.dbs, p.tables = levelPrivs(a.dbs), levelPrivs(a.tables)
+	p.restricted = a.restrictions.clone()
 	return p
 }
 
@@ -59,7 +65,7 @@ func (s *Server) refreshSessionPrivsLocked() {
 			continue // a dropped account's sessions keep what they had, as in MySQL
 		}
 		fresh := loginPrivs(a)
-		fresh.global = old.global
+		fresh.global, fresh.restricted = old.global, old.restricted
 		sess.privs.Store(fresh)
 	}
 }
@@ -89,13 +95,13 @@ func (sess *session) hasAnyPrivilege(ps ...string) bool {
 
 // hasSchemaPrivilege reports whether the session holds the privilege p
 // ("SELECT", "INSERT", "DELETE", "CREATE", "DROP", ...) on the database db,
-// from a grant ON *.* or ON db.*.
+// from a grant ON *.* that no partial revoke takes back on db, or ON db.*.
 func (sess *session) hasSchemaPrivilege(db, p string) bool {
 	if sess.system {
 		return true
 	}
 	ps := sess.privs.Load()
-	return ps != nil && (ps.global[p] || ps.dbs[db][p])
+	return ps != nil && ((ps.global[p] && !ps.restricted.has(db, p)) || ps.dbs[db][p])
 }
 
 // hasTablePrivilege is hasSchemaPrivilege or a grant ON db.table.

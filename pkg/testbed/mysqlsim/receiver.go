@@ -50,13 +50,19 @@ func (e *errReceiverFatal) Error() string { return e.msg }
 // the read timeout of every packet (the connection is dead after that long
 // without an event or a heartbeat).
 func (s *Server) dialSource(ctx context.Context, rc receiverConfig) (*client.Conn, error) {
+	var tlsCfg *tls.Config
+	if rc.ssl {
+		var err error
+		if tlsCfg, err = s.peerTLS(rc.host, rc.sslCA, rc.verify); err != nil { // transport.go
+			return nil, err
+		}
+	}
 	opts := []client.Option{func(c *client.Conn) error {
 		c.ReadTimeout, c.WriteTimeout = rc.netTimeout, rc.netTimeout
 		c.SetAttributes(map[string]string{"program_name": peerProgram(s.cfg.Name), "_client_role": "binary_log_listener",
 			"_client_replication_channel_name": ""})
-		if rc.ssl {
-			host, _, _ := net.SplitHostPort(rc.addr)
-			c.SetTLSConfig(&tls.Config{InsecureSkipVerify: !rc.verify, ServerName: host, MinVersion: tls.VersionTLS12})
+		if tlsCfg != nil {
+			c.SetTLSConfig(tlsCfg)
 		}
 		return nil
 	}}
@@ -222,6 +228,9 @@ func receiverErrno(err error) (int, string) {
 	}
 	if errors.Is(err, errPublicKeyNeeded) {
 		return crAuthPluginErr, msgPublicKeyNeeded
+	}
+	if n, msg, ok := tlsClientErrno(err); ok { // transport.go
+		return n, msg
 	}
 	var oe *net.OpError
 	if errors.As(err, &oe) && oe.Op == "dial" {

@@ -522,8 +522,8 @@ func (s *Server) execReset(sess *session, c *cursor) error {
 	if err := c.expectEnd(); err != nil {
 		return err
 	}
-	if !sess.hasAnyPrivilege("REPLICATION_SLAVE_ADMIN", "SUPER") {
-		return errNeedPrivilege("SUPER or REPLICATION_SLAVE_ADMIN")
+	if !sess.hasPrivilege("RELOAD") { // manual "RESET Statement": every RESET needs RELOAD
+		return errNeedPrivilege("RELOAD")
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

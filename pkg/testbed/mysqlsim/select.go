@@ -152,6 +152,9 @@ func (s *Server) execSelect(sess *session, c *cursor) (*table, error) {
 		if isPluginsTable(db, name) { // plugins.go
 			return s.selectPlugins(items, c)
 		}
+		if isSchemataTable(db, name) { // schemata.go
+			return s.selectSchemata(sess, items, c)
+		}
 		if c.acceptKw("WHERE") || c.acceptKw("ORDER") || c.acceptKw("LIMIT") || c.acceptKw("GROUP") {
 			return nil, errNotSupported("WHERE, ORDER BY, GROUP BY and LIMIT in the Bloodraven MySQL simulator")
 		}
@@ -537,7 +540,7 @@ func (s *Server) selectTable(sess *session, db, name string, items []selItem) (*
 	if !sess.hasTablePrivilege(db, name, "SELECT") {
 		return nil, myErr(ErTableAccessDenied, "SELECT command denied to user '%s'@'%s' for table '%s'", sess.user.Name, sess.accountHost(), name)
 	}
-	t, err := s.st.table(db, name)
+	t, err := s.readTableLocked(sess, db, name) // backuplocks.go: a consistent snapshot's read view
 	if err != nil {
 		return nil, err
 	}

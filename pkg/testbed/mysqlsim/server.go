@@ -166,6 +166,7 @@ type Server struct {
 	binlog        binlogFiles       // binlog.go
 	rsaKey        *rsa.PrivateKey   // caching_sha2_password's key pair for plain connections (auth.go)
 	sha2Cache     map[string][]byte // caching_sha2_password's cache: account -> SHA256(SHA256(pw)); emptied at every start
+	authStats     authStats         // failed logins, Aborted_connects (authstats.go)
 	// given is the Config as passed to New; ext what the option file,
 	// the first boot, plugins and transport keep (mycnf.go).
 	given Config
@@ -407,6 +408,7 @@ func (s *Server) serveConn(conn net.Conn, admin bool) {
 	auth := &authHandler{s: s, sess: sess}
 	c, err := s.proto.NewCustomizedConn(conn, auth, h)
 	if err != nil {
+		s.countAbortedConnect(sess.gen) // authstats.go
 		return
 	}
 	h.conn = c
@@ -476,6 +478,11 @@ type session struct {
 
 	inTxn  bool
 	txnOps []writeOp
+	// globalReadLock, backupLock and snapshot are FLUSH TABLES WITH READ
+	// LOCK, LOCK INSTANCE FOR BACKUP and the read view of START TRANSACTION
+	// WITH CONSISTENT SNAPSHOT (backuplocks.go).
+	globalReadLock, backupLock bool
+	snapshot                   map[string]*database
 
 	killOnce sync.Once
 	killed   chan struct{} // closed by KILL CONNECTION or shutdown

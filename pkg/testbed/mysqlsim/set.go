@@ -17,7 +17,7 @@ func (s *Server) execSet(sess *session, c *cursor) error {
 		}
 		return c.expectEnd()
 	}
-	if c.peek().isKw("TRANSACTION") {
+	if c.peek().isKw("TRANSACTION") || c.acceptKw("SESSION", "TRANSACTION") {
 		return nil // isolation level and access mode are accepted and not modelled
 	}
 	type assignment struct {

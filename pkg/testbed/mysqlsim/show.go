@@ -28,6 +28,8 @@ func (s *Server) execShow(sess *session, c *cursor) (*table, error) {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		return s.replicaStatusLocked(), nil
+	case c.acceptKw("STATUS"), c.acceptKw("GLOBAL", "STATUS"), c.acceptKw("SESSION", "STATUS"): // authstats.go
+		return s.showStatus(c)
 	case c.acceptKw("PLUGINS"): // plugins.go
 		return s.showPlugins(c)
 	case c.acceptKw("PROCESSLIST"), c.acceptKw("FULL", "PROCESSLIST"):
@@ -59,6 +61,8 @@ func (s *Server) execShow(sess *session, c *cursor) (*table, error) {
 		return s.showBinaryLogs(sess, c)
 	case c.acceptKw("BINLOG", "EVENTS"):
 		return s.showBinlogEvents(sess, c)
+	case c.peek().isKw("TABLES", "FULL"): // showtables.go
+		return s.showTables(sess, c)
 	case c.acceptKw("DATABASES"), c.acceptKw("SCHEMAS"):
 		if err := c.expectEnd(); err != nil {
 			return nil, err

@@ -30,6 +30,9 @@ type state struct {
 
 type database struct {
 	tables map[string]*dataTable
+	// charset and collation are the schema's defaults (schemata.go);
+	// empty: the server's.
+	charset, collation string
 }
 
 type dataTable struct {
@@ -113,7 +116,7 @@ func (st *state) check(op writeOp) error {
 			return myErr(ErTableExists, "Table '%s' already exists", op.table)
 		}
 	case opAccount:
-		stmt, err := parseAccountStmt(op.stmtText())
+		stmt, err := op.accountStmtOf() // with its context (partialrevokes.go)
 		if err != nil {
 			return err
 		}
@@ -149,7 +152,8 @@ func (st *state) apply(op writeOp) {
 	switch op.kind {
 	case opCreateDB:
 		if _, ok := st.dbs[op.db]; !ok {
-			st.dbs[op.db] = &database{tables: map[string]*dataTable{}}
+			cs, coll := settingsOf(op) // schemata.go
+			st.dbs[op.db] = &database{tables: map[string]*dataTable{}, charset: cs, collation: coll}
 		}
 	case opDropDB:
 		delete(st.dbs, op.db)
@@ -174,7 +178,7 @@ func (st *state) apply(op writeOp) {
 			t.rows = nil
 		}
 	case opAccount:
-		if stmt, err := parseAccountStmt(op.stmtText()); err == nil {
+		if stmt, err := op.accountStmtOf(); err == nil {
 			st.accounts.apply(stmt)
 		}
 	}
@@ -232,7 +236,7 @@ func equalFoldASCII(a, b string) bool {
 func (st *state) cloneData() map[string]*database {
 	out := map[string]*database{}
 	for name, d := range st.dbs {
-		nd := &database{tables: map[string]*dataTable{}}
+		nd := &database{tables: map[string]*dataTable{}, charset: d.charset, collation: d.collation}
 		for tn, t := range d.tables {
 			nt := &dataTable{cols: append([]string(nil), t.cols...)}
 			for _, r := range t.rows {

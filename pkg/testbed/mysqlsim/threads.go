@@ -114,6 +114,7 @@ func (s *Server) replicationProcesslistLocked() [][]any {
 type receiverConfig struct {
 	addr, display, user, password string
 	ssl, verify, getPublicKey     bool
+	host, sslCA                   string // SOURCE_HOST as given and SOURCE_SSL_CA (transport.go's peerTLS)
 	retry                         time.Duration
 	retryCount                    int
 	netTimeout                    time.Duration // replica_net_timeout
@@ -127,6 +128,7 @@ func (s *Server) receiverConfigLocked(ch *channel) receiverConfig {
 	return receiverConfig{
 		addr: s.resolve(ch.host, ch.port), display: fmt.Sprintf("%s@%s:%d", ch.user, ch.host, ch.port),
 		user: ch.user, password: ch.password, ssl: ch.ssl, verify: ch.sslVerify, getPublicKey: ch.getPublicKey,
+		host: ch.host, sslCA: ch.sslCA,
 		retry: time.Duration(ch.connectRetry) * time.Second, retryCount: ch.retryCount,
 		netTimeout:  time.Duration(s.relayVarsLocked().netTimeout) * time.Second,
 		heartbeat:   time.Duration(ch.heartbeat * float64(time.Second)),
@@ -413,6 +415,8 @@ func (s *Server) runApplier(ch *channel, stop chan struct{}) {
 		frozen := s.faults.frozen != nil
 		switch {
 		case frozen:
+		case s.globalReadLockHeldLocked(): // backuplocks.go
+			ch.sqlState = stateWaitGlobalReadLock
 		case len(ch.relay) == 0:
 			ch.sqlState, ch.delayUntil = "Replica has read all relay log; waiting for more updates", time.Time{}
 		default:

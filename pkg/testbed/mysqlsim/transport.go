@@ -36,6 +36,8 @@ type transportState struct {
 	sslCA, sslCert, sslKey string
 	root                   string
 	requireSecure          bool
+	// seen records each authenticated connection (Transports).
+	seen []SessionTransport
 }
 
 // initTransport settles TLS at New (bootTransportLocked) and gives the
@@ -120,13 +122,121 @@ func (t *transportState) load() (*tls.Config, error) {
 
 // secureTransportLocked is mysqld's check after authentication: with
 // require_secure_transport=ON a TCP connection without TLS is refused
-// with 3159.
-func (s *Server) secureTransportLocked(secure bool) error {
-	if s.ext.tls.requireSecure && !secure {
+// with 3159. Every authenticated connection is recorded first (Transports).
+func (s *Server) secureTransportLocked(sess *session) error {
+	t := &s.ext.tls
+	if len(t.seen) < maxTransportRecords {
+		t.seen = append(t.seen, SessionTransport{User: sess.user.Name, Program: sess.program, TLS: sess.secure, Admin: sess.viaAdmin})
+	}
+	if t.requireSecure && !sess.secure {
 		return myErr(ErSecureTransportRequired, "Connections using insecure transport are prohibited while --require_secure_transport=ON.")
 	}
 	return nil
 }
+
+// maxTransportRecords bounds Transports' memory in long runs.
+const maxTransportRecords = 100000
+
+// SessionTransport is how one client connection reached the server, as
+// the server saw it after authentication (a test accessor: what MySQL shows
+// per session in performance_schema.status_by_thread's Ssl_version).
+type SessionTransport struct {
+	User    string
+	Program string // the program_name connection attribute
+	TLS     bool   // the client switched the connection to TLS
+	Admin   bool   // on the administrative connection interface
+}
+
+// Transports lists every connection that authenticated since New (refused
+// ones included), in order, so a test can tell whether any managed
+// session travelled without TLS.
+func (s *Server) Transports() []SessionTransport {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]SessionTransport(nil), s.ext.tls.seen...)
+}
+
+// peerTLS is the TLS of a connection this server opens to another as a
+// client (the replication receiver, the clone plugin), with the SSL mode
+// rpl_replica.cc gives the receiver: SOURCE_SSL_VERIFY_SERVER_CERT=1 is
+// VERIFY_IDENTITY (the chain against SOURCE_SSL_CA, the name against
+// SOURCE_HOST as given, not the address ResolveSource maps it to), a
+// SOURCE_SSL_CA alone VERIFY_CA (the chain only), neither REQUIRED
+// (encrypted, nothing checked). caFile is a container path (under RootDir).
+func (s *Server) peerTLS(host, caFile string, verify bool) (*tls.Config, error) {
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: host}
+	var pool *x509.CertPool
+	if caFile != "" {
+		pem, err := os.ReadFile(resolveUnder(s.given.RootDir, caFile)) // given is fixed at New
+		if err != nil {
+			return nil, &peerTLSError{fmt.Sprintf("SSL_CTX_load_verify_locations failed: %v", err)}
+		}
+		pool = x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, &peerTLSError{fmt.Sprintf("SSL_CTX_load_verify_locations failed: %s holds no PEM certificate", caFile)}
+		}
+	}
+	switch {
+	case verify:
+		cfg.RootCAs = pool // nil: the system's roots, as OpenSSL's defaults
+	case pool != nil:
+		cfg.InsecureSkipVerify = true
+		cfg.VerifyPeerCertificate = verifyChainOnly(pool)
+	default:
+		cfg.InsecureSkipVerify = true
+	}
+	return cfg, nil
+}
+
+// verifyChainOnly is VERIFY_CA: the certificate must chain to pool, any name.
+func verifyChainOnly(pool *x509.CertPool) func([][]byte, [][]*x509.Certificate) error {
+	return func(raw [][]byte, _ [][]*x509.Certificate) error {
+		if len(raw) == 0 {
+			return errors.New("no peer certificate")
+		}
+		certs := make([]*x509.Certificate, 0, len(raw))
+		for _, r := range raw {
+			c, err := x509.ParseCertificate(r)
+			if err != nil {
+				return err
+			}
+			certs = append(certs, c)
+		}
+		inter := x509.NewCertPool()
+		for _, c := range certs[1:] {
+			inter.AddCert(c)
+		}
+		_, err := certs[0].Verify(x509.VerifyOptions{Roots: pool, Intermediates: inter})
+		return err
+	}
+}
+
+// crSSLConnectionError is CR_SSL_CONNECTION_ERROR, what libmysqlclient
+// reports for a TLS handshake the client refused (errmsg.h).
+const crSSLConnectionError = 2026
+
+// tlsClientErrno maps a failed TLS handshake of a peer connection to 2026.
+func tlsClientErrno(err error) (int, string, bool) {
+	var verr *tls.CertificateVerificationError
+	var unknown x509.UnknownAuthorityError
+	var host x509.HostnameError
+	var invalid x509.CertificateInvalidError
+	var alert tls.AlertError
+	var setup *peerTLSError
+	if errors.As(err, &setup) {
+		return crSSLConnectionError, "SSL connection error: " + setup.msg, true
+	}
+	if errors.As(err, &verr) || errors.As(err, &unknown) || errors.As(err, &host) || errors.As(err, &invalid) || errors.As(err, &alert) {
+		return crSSLConnectionError, "SSL connection error: " + rootCause(err).Error(), true
+	}
+	return 0, "", false
+}
+
+// peerTLSError is a peer TLS configuration that could not be built (an
+// unreadable SOURCE_SSL_CA).
+type peerTLSError struct{ msg string }
+
+func (e *peerTLSError) Error() string { return e.msg }
 
 // connIsTLS reports whether the client switched the connection to TLS.
 func connIsTLS(c *server.Conn) bool {

@@ -76,6 +76,7 @@ var sysVars = map[string]varDef{
 	"ssl_ca":                   {globalOnly, colString, false},
 	"ssl_cert":                 {globalOnly, colString, false},
 	"ssl_key":                  {globalOnly, colString, false},
+	"partial_revokes":          {globalOnly, colInt, false}, // partialrevokes.go
 
 	// the binary log files (binlog.go)
 	"max_binlog_size":            {globalOnly, colInt, false},
@@ -185,6 +186,8 @@ func (s *Server) getVarLocked(sess *session, name string, sc scope) (any, colTyp
 		return s.tlsVarLocked(name), def.typ, nil
 	case "max_connections":
 		return s.maxConnectionsLocked(), def.typ, nil
+	case "partial_revokes":
+		return boolInt(s.ext.partialRevokes), def.typ, nil
 	case "replica_net_timeout", "slave_net_timeout", "sync_relay_log", "max_relay_log_size", "relay_log_purge",
 		"relay_log_recovery", "relay_log", "relay_log_basename", "relay_log_index":
 		return s.relayVarLocked(name), def.typ, nil
@@ -266,6 +269,8 @@ func (s *Server) setGlobalLocked(sess *session, name string, v any) error {
 		s.setDurabilityLocked()
 	case "max_connections":
 		return s.setMaxConnectionsLocked(v)
+	case "partial_revokes":
+		return s.setPartialRevokesLocked(v)
 	case "replica_net_timeout", "slave_net_timeout", "sync_relay_log", "max_relay_log_size", "relay_log_purge":
 		if err := s.setRelayVarLocked(name, v); err != nil {
 			return err

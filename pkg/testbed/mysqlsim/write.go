@@ -21,6 +21,9 @@ func (s *Server) execWrite(sess *session, first token, c *cursor) (*gomysql.Resu
 	if err := s.waitBehindFenceLocked(sess); err != nil {
 		return nil, err
 	}
+	if err := s.waitForWriteLocksLocked(sess, op); err != nil { // backuplocks.go
+		return nil, err
+	}
 	if err := s.checkWritableLocked(sess, op); err != nil {
 		return nil, err
 	}
@@ -60,16 +63,16 @@ func (s *Server) checkWritableLocked(sess *session, op writeOp) error {
 	if sess.system { // the replication applier: read_only does not apply (applier.go)
 		return nil
 	}
-	if err := sess.checkWritePrivilege(op); err != nil {
-		return err
-	}
+	// read_only before the privilege: MySQL refuses a data change on a
+	// read-only server before it checks the table's privileges
+	// (mysql_execute_command's deny_updates_if_read_only_option).
 	if s.st.superReadOnly {
 		return errReadOnly(true)
 	}
 	if s.st.readOnly && !sess.hasAnyPrivilege("CONNECTION_ADMIN", "SUPER") {
 		return errReadOnly(false)
 	}
-	return nil
+	return sess.checkWritePrivilege(op)
 }
 
 // commitLocked commits ops as one transaction with the session's next GTID.
@@ -118,17 +121,27 @@ func (s *Server) applyTxnLocked(t txn) {
 }
 
 func (s *Server) execBegin(sess *session, c *cursor) error {
+	snapshot := false
 	for !c.done() { // WITH CONSISTENT SNAPSHOT, READ WRITE, READ ONLY
-		c.next()
+		snapshot = snapshot || c.acceptKw("WITH", "CONSISTENT", "SNAPSHOT")
+		if !c.done() {
+			c.next()
+		}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if sess.inTxn {
+		if err := s.waitForCommitLockLocked(sess, sess.txnOps); err != nil { // backuplocks.go
+			return err
+		}
 		if err := s.commitLocked(sess, sess.txnOps); err != nil {
 			return err
 		}
 	}
-	sess.inTxn, sess.txnOps = true, nil
+	sess.inTxn, sess.txnOps, sess.snapshot = true, nil, nil
+	if snapshot {
+		s.startSnapshotLocked(sess)
+	}
 	return nil
 }
 
@@ -142,6 +155,9 @@ func (s *Server) execCommit(sess *session, c *cursor) error {
 	sess.inTxn, sess.txnOps = false, nil
 	if len(ops) == 0 {
 		return nil
+	}
+	if err := s.waitForCommitLockLocked(sess, ops); err != nil { // backuplocks.go
+		return err
 	}
 	if err := s.checkWritableLocked(sess, ops[0]); err != nil {
 		return err
@@ -192,9 +208,14 @@ func (s *Server) parseWrite(sess *session, first token, c *cursor) (writeOp, err
 			return op, err
 		}
 		op.db = name
-		for !c.done() { // CHARACTER SET / COLLATE options
-			c.next()
+		if op.kind == opDropDB {
+			return op, c.expectEnd()
 		}
+		cs, coll, err := parseSchemaOptions(c) // schemata.go
+		if err != nil {
+			return op, err
+		}
+		op.cols = []string{cs, coll}
 		return op, nil
 	case first.isKw("CREATE") && c.acceptKw("TABLE"):
 		op.kind = opCreateTable

@@ -1,11 +1,13 @@
 package playground
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/shipstream/bloodraven/e2e/framework"
 )
@@ -36,6 +38,9 @@ func (p *Playground) EnvFile() string {
 	if p.ControlURL != "" {
 		vars = append(vars, [2]string{"BLOODRAVEN_PLAYGROUND_CONTROL_URL", p.ControlURL})
 	}
+	if p.MySQLCAFile != "" {
+		vars = append(vars, [2]string{"BLOODRAVEN_MYSQL_CA_FILE", p.MySQLCAFile})
+	}
 	for _, s := range p.Sites {
 		up := strings.ToUpper(strings.ReplaceAll(s.Name, "-", "_"))
 		vars = append(vars,
@@ -61,6 +66,10 @@ func (p *Playground) Banner(token string) string {
 	fmt.Fprintf(&b, "Deploy API (token for %s/%s, audience %s, valid 1h):\n", ClientNamespace, ClientServiceAccount, Audience)
 	fmt.Fprintf(&b, "  curl --cacert %s -H 'Authorization: Bearer %s' %s/groups/%s\n", p.CAFile, token, p.DeployURL, p.Group)
 	fmt.Fprintf(&b, "  (a fresh token: %s)\n\n", p.TokenCommand())
+	if app, err := p.appTLSForBanner(); err == nil {
+		fmt.Fprintf(&b, "Connect as the application over TLS (mysqld refuses clients without it; the certificate is verified against the playground's CA):\n")
+		fmt.Fprintf(&b, "  %s\n  (MariaDB's client: %s)\n\n", app.Command(kubectl), app.MariaDBCommand(kubectl))
+	}
 	fmt.Fprintf(&b, "Sites (simulated mysqld / sidecar / fault API):\n")
 	for _, s := range p.Sites {
 		fmt.Fprintf(&b, "  %-8s mysql %s  sidecar %s  faults %s\n", s.Name, s.MySQLAddr, s.SidecarAddr, s.ControlURL())
@@ -110,4 +119,12 @@ func (p *Playground) KeepLogs() (string, error) {
 		}
 	}
 	return dst, nil
+}
+
+// appTLSForBanner is AppTLS within a short bound (the banner has no
+// context of its own).
+func (p *Playground) appTLSForBanner() (AppTLS, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	return p.AppTLS(ctx)
 }

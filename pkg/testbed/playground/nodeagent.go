@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -21,6 +22,7 @@ import (
 	"github.com/shipstream/bloodraven/pkg/devsitemap"
 	"github.com/shipstream/bloodraven/pkg/protocol"
 	"github.com/shipstream/bloodraven/pkg/render"
+	"github.com/shipstream/bloodraven/pkg/testbed/jobkubelet"
 )
 
 // NodeAgent plays the kubelet for the group's MySQL pods on the fake (kwok)
@@ -46,6 +48,8 @@ type NodeAgent struct {
 
 	mu    sync.Mutex
 	sites map[string]*siteRuntime // by site name
+
+	jobs *jobkubelet.Kubelet // the backup Job pods' kubelet (jobpods.go)
 }
 
 // siteRuntime is one site's processes and the pod they belong to.
@@ -101,6 +105,7 @@ func NewNodeAgent(cfg AgentConfig) *NodeAgent {
 // process the agent started.
 func (a *NodeAgent) Run(ctx context.Context) {
 	defer a.stopAll()
+	defer a.waitJobPods()
 	a.serveControlFronts(ctx)
 	t := time.NewTicker(a.interval)
 	defer t.Stop()
@@ -111,6 +116,9 @@ func (a *NodeAgent) Run(ctx context.Context) {
 		}
 		if err := a.syncPods(ctx); err != nil && ctx.Err() == nil {
 			a.log.Warn("node agent: pods", "err", err.Error())
+		}
+		if err := a.syncJobPods(ctx); err != nil && ctx.Err() == nil {
+			a.log.Warn("node agent: Job pods", "err", err.Error())
 		}
 		if time.Since(refreshed) >= volumeRefreshInterval {
 			a.refreshVolumes(ctx)
@@ -364,6 +372,17 @@ func (a *NodeAgent) startSidecarLocked(ctx context.Context, s *siteRuntime, pod 
 		"BLOODRAVEN_MYSQL_ADMIN_ADDR="+s.simAdmin,
 		"BLOODRAVEN_MYSQL_PID_FILE="+filepath.Join(s.dataDir, "mysqld.pid"),
 	)
+	// The pod's TLS Secret volume, shared with mysqld as in a pod, and the
+	// sidecars' password Secret: the path on the host of what the sidecar
+	// container mounts (podfs.go).
+	for _, name := range []string{protocol.EnvMySQLTLSDir, protocol.EnvMySQLPasswordDir} {
+		for _, e := range env {
+			if strings.HasPrefix(e, name+"=") {
+				env = append(env, name+"="+filepath.Join(s.fs.root, strings.TrimPrefix(e, name+"=")))
+				break
+			}
+		}
+	}
 	p, err := framework.StartProcess("sidecar-"+s.plan.Name, "bloodraven-sidecar", nil, env,
 		filepath.Join(a.dir, "sidecar-"+s.plan.Name+".log"))
 	if err != nil {

@@ -28,6 +28,8 @@ import (
 	"github.com/shipstream/bloodraven/e2e/framework"
 	"github.com/shipstream/bloodraven/generated/clientset/versioned"
 	"github.com/shipstream/bloodraven/pkg/apis/shipstream/v1alpha1"
+	"github.com/shipstream/bloodraven/pkg/testbed/s3server"
+	"github.com/shipstream/bloodraven/pkg/testbed/testca"
 )
 
 // Defaults of the playground.
@@ -55,7 +57,10 @@ type Config struct {
 	FaultProxies bool
 	// OperatorArgs are extra operator flags.
 	OperatorArgs []string
-	Logger       *slog.Logger
+	// OperatorEnv are extra operator environment variables (e.g. the
+	// development-only BLOODRAVEN_DEV_ROTATION_OVERLAP).
+	OperatorEnv []string
+	Logger      *slog.Logger
 }
 
 // Playground is a running playground.
@@ -74,6 +79,9 @@ type Playground struct {
 	MetricsURL string
 	// ControlURL is the playground's link fault API, once ServeControl ran.
 	ControlURL string
+	// MySQLCAFile is the CA of the group's spec.tls Secret (certs.go);
+	// empty without spec.tls.
+	MySQLCAFile string
 
 	cfg          Config
 	log          *slog.Logger
@@ -85,6 +93,12 @@ type Playground struct {
 	agent        *NodeAgent
 	stopAgent    context.CancelFunc
 	agentDone    chan struct{}
+	mysqlCA      []byte // MySQLCAFile's content (certs.go)
+	mysqlHost    string // the name applications verify: spec.dns.hostname
+	mysqlIssuer  *testca.CA
+	mysqlNames   []string         // of the certificate
+	mysqlSecret  string           // spec.tls.secretName
+	s3           *s3server.Server // the backup store (backupstore.go)
 }
 
 // Start brings a playground up and applies the sample group and database.
@@ -100,7 +114,7 @@ func Start(ctx context.Context, cfg Config) (_ *Playground, err error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	for _, b := range []string{"bloodraven", "bloodraven-mysqlsim", "bloodraven-sidecar", "kube-scheduler", "kwok"} {
+	for _, b := range []string{"bloodraven", "bloodraven-mysqlsim", "bloodraven-sidecar", "bloodraven-mysqlsh", "kube-scheduler", "kwok", "versitygw"} {
 		if _, err := os.Stat(filepath.Join(framework.BinDir(), b)); err != nil {
 			return nil, fmt.Errorf("%s is missing in %s: run `make build tools` first", b, framework.BinDir())
 		}
@@ -155,6 +169,8 @@ func Start(ctx context.Context, cfg Config) (_ *Playground, err error) {
 		{"fake nodes", func() error { return p.createNodes(ctx) }},
 		{"namespaces and storage class", func() error { return p.createNamespaces(ctx, g) }},
 		{"secrets", func() error { return p.applySamples(ctx, "secrets.yaml") }},
+		{"backup store", func() error { return p.startBackupStore(ctx, g) }},
+		{"MySQL TLS certificate", func() error { return p.createMySQLTLS(ctx, g) }},
 		{"address map and accounts", func() error { return p.writeFiles(ctx) }},
 		{"fault proxies", p.startLinks},
 		{"operator", func() error { return p.startOperator(ctx) }},
@@ -184,6 +200,10 @@ func (p *Playground) Stop() {
 	if p.links != nil {
 		p.links.close()
 		p.links = nil
+	}
+	if p.s3 != nil {
+		_ = p.s3.Stop()
+		p.s3 = nil
 	}
 	if p.CP != nil {
 		p.CP.Stop()
@@ -320,7 +340,7 @@ func (p *Playground) startOperator(ctx context.Context) error {
 	p.operatorArgs = append([]string{
 		"--kubeconfig=" + p.CP.KubeconfigPath,
 		"--leader-elect-namespace=" + p.Namespace,
-		"--leader-elect-lease-duration=6s", "--leader-elect-renew-deadline=4s", "--leader-elect-retry-period=1s",
+		"--leader-elect-lease-duration=8s", "--leader-elect-renew-deadline=5s", "--leader-elect-retry-period=1s",
 		"--sidecar-image=ghcr.io/shipstream/bloodraven-sidecar:dev",
 		"--metrics-addr=" + addr(0), "--probe-addr=" + addr(1), "--auxiliary-addr=" + addr(2),
 		"--escrow-tls-addr=" + addr(3),
@@ -340,7 +360,7 @@ func (p *Playground) StartOperator(ctx context.Context) error {
 			return errors.New("the operator is running")
 		}
 	}
-	op, err := framework.StartProcess("bloodraven", "bloodraven", p.operatorArgs, []string{"BLOODRAVEN_AUTOMATIC_FAILOVER=true"}, filepath.Join(p.Dir, "operator.log"))
+	op, err := framework.StartProcess("bloodraven", "bloodraven", p.operatorArgs, append([]string{"BLOODRAVEN_AUTOMATIC_FAILOVER=true", "BLOODRAVEN_BACKUP_UPLOAD_IMAGE=" + BackupUploadImage}, p.cfg.OperatorEnv...), filepath.Join(p.Dir, "operator.log"))
 	if err != nil {
 		return err
 	}
@@ -385,6 +405,9 @@ func (p *Playground) Agent() *NodeAgent { return p.agent }
 func (p *Playground) applyGroupAndDatabase(ctx context.Context) error {
 	if err := p.applySamples(ctx, "mysqlfailovergroup.yaml"); err != nil {
 		return err
+	}
+	if err := p.pointProfilesAtStore(ctx); err != nil { // backupstore.go
+		return fmt.Errorf("point the backup profiles at the playground's store: %w", err)
 	}
 	if p.cfg.GroupPatch != "" {
 		if out, errOut, err := p.CP.Kubectl(ctx, "patch", "-n", p.Namespace, "mfg", p.Group, "--type=merge", "-p", p.cfg.GroupPatch); err != nil {

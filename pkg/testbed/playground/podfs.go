@@ -12,6 +12,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/shipstream/bloodraven/pkg/render"
@@ -57,7 +58,10 @@ type projectedVolume struct {
 	configMap string // name, or
 	secret    string
 	items     []corev1.KeyToPath
-	hash      string // of what was projected last
+	// optional: a missing Secret is an empty volume, filled when it is
+	// created (the kubelet's optional Secret volume).
+	optional bool
+	hash     string // of what was projected last
 }
 
 // mysqlContainer is the pod's mysqld container.
@@ -109,9 +113,10 @@ func (a *NodeAgent) preparePodFS(ctx context.Context, pod *corev1.Pod, dataDir s
 		case v.ConfigMap != nil:
 			fs.volumes = append(fs.volumes, projectedVolume{mountPath: target, configMap: v.ConfigMap.Name, items: v.ConfigMap.Items})
 		case v.Secret != nil:
-			fs.volumes = append(fs.volumes, projectedVolume{mountPath: target, secret: v.Secret.SecretName, items: v.Secret.Items})
+			fs.volumes = append(fs.volumes, secretVolume(target, v.Secret))
 		}
 	}
+	fs.volumes = append(fs.volumes, sidecarSecretVolumes(pod, vols, fs.root, c.VolumeMounts)...)
 	if err := a.refreshPodFS(ctx, pod.Namespace, fs); err != nil {
 		return nil, err
 	}
@@ -164,6 +169,9 @@ func (a *NodeAgent) volumeData(ctx context.Context, namespace string, v *project
 		}
 	} else {
 		sec, err := a.kube.CoreV1().Secrets(namespace).Get(ctx, v.secret, metav1.GetOptions{})
+		if v.optional && apierrors.IsNotFound(err) {
+			return map[string][]byte{}, nil
+		}
 		if err != nil {
 			return nil, fmt.Errorf("Secret volume %s: %w", v.secret, err)
 		}
@@ -179,6 +187,35 @@ func (a *NodeAgent) volumeData(ctx context.Context, namespace string, v *project
 		}
 	}
 	return out, nil
+}
+
+func secretVolume(target string, v *corev1.SecretVolumeSource) projectedVolume {
+	return projectedVolume{mountPath: target, secret: v.SecretName, items: v.Items,
+		optional: v.Optional != nil && *v.Optional}
+}
+
+// sidecarSecretVolumes are the Secret volumes only the sidecar container
+// mounts (the sidecars' password Secret, docs/credentials.md), projected
+// under the same root at their mount paths: the sidecar process reads
+// them there (startSidecarLocked rewrites the paths its environment
+// names).
+func sidecarSecretVolumes(pod *corev1.Pod, vols map[string]corev1.Volume, root string, mysqld []corev1.VolumeMount) []projectedVolume {
+	shared := map[string]bool{}
+	for _, m := range mysqld {
+		shared[m.Name] = true
+	}
+	var out []projectedVolume
+	for _, c := range pod.Spec.Containers {
+		if c.Name != render.ContainerSidecar {
+			continue
+		}
+		for _, m := range c.VolumeMounts {
+			if v, ok := vols[m.Name]; ok && v.Secret != nil && !shared[m.Name] {
+				out = append(out, secretVolume(filepath.Join(root, m.MountPath), v.Secret))
+			}
+		}
+	}
+	return out
 }
 
 func hashData(data map[string][]byte) string {

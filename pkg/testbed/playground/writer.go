@@ -2,6 +2,7 @@ package playground
 
 import (
 	"context"
+	"crypto/tls"
 	"database/sql"
 	"errors"
 	"fmt"
@@ -35,6 +36,7 @@ type Writer struct {
 	acks   []Ack
 	target string // site written to now
 	dbs    map[string]*sql.DB
+	tls    *tls.Config // with spec.tls: the group's DNS name verified (certs.go)
 }
 
 // Ack is one acknowledged write.
@@ -59,8 +61,12 @@ func (p *Playground) NewWriter(ctx context.Context, interval time.Duration) (*Wr
 	if err != nil {
 		return nil, err
 	}
+	tlsCfg, err := p.MySQLClientTLS()
+	if err != nil {
+		return nil, err
+	}
 	return &Writer{p: p, user: string(sec.Data["username"]), password: string(sec.Data["password"]),
-		uuid: NewUUID(), interval: interval, next: 1, dbs: map[string]*sql.DB{}}, nil
+		uuid: NewUUID(), interval: interval, next: 1, dbs: map[string]*sql.DB{}, tls: tlsCfg}, nil
 }
 
 var dnsEndpointGVR = schema.GroupVersionResource{Group: "externaldns.k8s.io", Version: "v1alpha1", Resource: "dnsendpoints"}
@@ -140,7 +146,7 @@ func (w *Writer) db(site string) (*sql.DB, error) {
 	if !ok {
 		return nil, fmt.Errorf("no site %s", site)
 	}
-	cfg, err := mysql.Options{Addr: plan.MySQLAddr, User: w.user, Password: w.password, Program: WriterProgram,
+	cfg, err := mysql.Options{Addr: plan.MySQLAddr, User: w.user, Password: w.password, Program: WriterProgram, TLS: w.tls,
 		DialTimeout: time.Second, ReadTimeout: 2 * time.Second, WriteTimeout: 2 * time.Second}.DriverConfig()
 	if err != nil {
 		return nil, err
@@ -233,7 +239,7 @@ func (w *Writer) Missing(ctx context.Context, site string) (gtid.Set, error) {
 	if !ok {
 		return gtid.Set{}, fmt.Errorf("no site %s", site)
 	}
-	c, err := mysql.Open(mysql.Options{Addr: plan.MySQLAddr, User: w.user, Password: w.password, Program: WriterProgram,
+	c, err := mysql.Open(mysql.Options{Addr: plan.MySQLAddr, User: w.user, Password: w.password, Program: WriterProgram, TLS: w.tls,
 		DialTimeout: time.Second, ReadTimeout: 5 * time.Second, WriteTimeout: 5 * time.Second})
 	if err != nil {
 		return gtid.Set{}, err
@@ -274,7 +280,7 @@ func (w *Writer) ApplyDivergent(ctx context.Context, active, set string) (int, e
 	if !ok {
 		return 0, fmt.Errorf("no site %s", active)
 	}
-	c, err := mysql.Open(mysql.Options{Addr: plan.MySQLAddr, User: w.user, Password: w.password, Program: WriterProgram,
+	c, err := mysql.Open(mysql.Options{Addr: plan.MySQLAddr, User: w.user, Password: w.password, Program: WriterProgram, TLS: w.tls,
 		DialTimeout: time.Second, ReadTimeout: 5 * time.Second, WriteTimeout: 5 * time.Second})
 	if err != nil {
 		return 0, err

@@ -33,6 +33,12 @@ const (
 	// because its candidate did not catch up within the bound.
 	ReasonCatchUpTimedOut = "CatchUpTimedOut"
 	ReasonNotDegraded     = "NotDegraded"
+	// ReasonActiveSiteLostOwnTransactions (Degraded=True): the active site
+	// came back without transactions of its own server UUID that another
+	// site holds (a tail lost with relaxed durability), or a replica's
+	// receiver was refused by it for holding more of them; it is not made
+	// writable again (docs/safety.md).
+	ReasonActiveSiteLostOwnTransactions = "ActiveSiteLostOwnTransactions"
 
 	// MysqlFailoverGroup RecoveryPending reasons.
 	ReasonRecoveryInProgress = "RecoveryInProgress"
@@ -104,6 +110,31 @@ const (
 	// Updating reasons, besides ReasonOrderedUpdateStalled.
 	ReasonUpToDate = "UpToDate"
 	ReasonRolling  = "Rolling"
+
+	// ConditionTLSReady (only with spec.tls): the operator's connections to
+	// every site's mysqld verified its certificate against the TLS Secret's
+	// ca.crt and the site's internal Service name (docs/tls.md).
+	ConditionTLSReady = "TLSReady"
+	// TLSReady reasons: ReasonTLSVerified (True); ReasonTLSVerificationFailed
+	// (False) names each site and the cause; ReasonTLSSecretInvalid (False):
+	// the Secret or its ca.crt is missing or unreadable.
+	ReasonTLSVerified           = "Verified"
+	ReasonTLSVerificationFailed = "TLSVerificationFailed"
+	ReasonTLSSecretInvalid      = "TLSSecretInvalid"
+
+	// ConditionCredentialsReady: every account spec.credentials names exists
+	// on the active site with its role's grants, and no password rotation
+	// is in progress (docs/credentials.md).
+	ConditionCredentialsReady = "CredentialsReady"
+	// CredentialsReady reasons: ReasonCredentialsCurrent (True);
+	// ReasonRotating (False) names each account's rotation step;
+	// ReasonCredentialsInvalid (False): a credential Secret or key is
+	// missing or invalid, and the previous passwords keep working;
+	// ReasonAccountsFailed (False): creating or restoring an account failed.
+	ReasonCredentialsCurrent = "CredentialsCurrent"
+	ReasonRotating           = "Rotating"
+	ReasonCredentialsInvalid = "CredentialsInvalid"
+	ReasonAccountsFailed     = "AccountsFailed"
 )
 
 // MysqlDatabase Ready reasons besides ReasonGroupNotYetCreated.
@@ -116,4 +147,28 @@ const (
 	ReasonApplying = "Applying"
 	// ReasonDeleting: the MysqlDatabase itself is being deleted.
 	ReasonDeleting = "Deleting"
+	// ReasonApplied (True): the schema and owner are as the spec says on
+	// the group's active site.
+	ReasonApplied = "Applied"
+	// ReasonWaitingForActiveSite: a change of the group's active site is in
+	// flight; nothing is applied until it ends.
+	ReasonWaitingForActiveSite = "WaitingForActiveSite"
+	// ReasonStatementRefused: MySQL refused a statement (the message
+	// carries its error).
+	ReasonStatementRefused = "StatementRefused"
+	// ReasonSettingsMismatch: the schema exists with another character set
+	// or collation than the spec; it is not altered.
+	ReasonSettingsMismatch = "SettingsMismatch"
+	// ReasonDuplicateDatabaseName: an older MysqlDatabase declares the same
+	// databaseName on the group.
+	ReasonDuplicateDatabaseName = "DuplicateDatabaseName"
+	// ReasonOwnerSecretInvalid: the owner's password Secret or key is
+	// missing or empty.
+	ReasonOwnerSecretInvalid = "OwnerSecretInvalid"
+	// ReasonOwnerConflict: the owner is an account the operator manages,
+	// or one that exists with another password.
+	ReasonOwnerConflict = "OwnerConflict"
+	// ReasonOwnerPending: the owner is created by an older MysqlDatabase
+	// claiming it, which has not yet done so.
+	ReasonOwnerPending = "OwnerPending"
 )

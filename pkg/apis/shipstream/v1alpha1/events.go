@@ -13,6 +13,54 @@ const (
 	EventDatabaseGroupResolved = "DatabaseGroupResolved"
 	// EventDatabaseGroupLost (Warning): the referenced MysqlFailoverGroup was deleted.
 	EventDatabaseGroupLost = "DatabaseGroupLost"
+	// EventDatabaseApplied (Normal): the schema (and its owner) are as the
+	// spec says on the active site; the database turned Ready.
+	EventDatabaseApplied = "DatabaseApplied"
+	// EventDatabaseAdopted (Normal): the schema already existed on the
+	// active site when the object first applied it (status.adopted).
+	EventDatabaseAdopted = "DatabaseAdopted"
+	// EventDatabaseSettingsMismatched (Warning): the schema on the server
+	// has another character set or collation than the spec; nothing altered.
+	EventDatabaseSettingsMismatched = "DatabaseSettingsMismatched"
+	// EventDatabaseApplyFailed (Warning): MySQL refused a statement; the
+	// message carries its error.
+	EventDatabaseApplyFailed = "DatabaseApplyFailed"
+	// EventDatabaseNameConflicted (Warning): an older MysqlDatabase declares
+	// the same databaseName on the group; this one applies nothing.
+	EventDatabaseNameConflicted = "DatabaseNameConflicted"
+	// EventOwnerUserRefused (Warning): the owner is named like an account
+	// the operator manages, or an account of that name exists with another
+	// password; nothing changed.
+	EventOwnerUserRefused = "OwnerUserRefused"
+	// EventOwnerSecretReadFailed (Warning): the owner's password Secret or
+	// key is missing or empty; nothing changed.
+	EventOwnerSecretReadFailed = "OwnerSecretReadFailed"
+	// EventOwnerUserCreated (Normal): the owner account was created.
+	EventOwnerUserCreated = "OwnerUserCreated"
+	// EventOwnerPasswordRotationStarted (Normal): the owner has its new
+	// password; the old one keeps working for the overlap.
+	EventOwnerPasswordRotationStarted = "OwnerPasswordRotationStarted"
+	// EventOwnerPasswordRotated (Normal): the owner's old password was
+	// discarded.
+	EventOwnerPasswordRotated = "OwnerPasswordRotated"
+	// EventDatabaseDropped (Normal): deletionPolicy Drop dropped the schema.
+	EventDatabaseDropped = "DatabaseDropped"
+	// EventDatabaseDropSkipped (Normal): deletionPolicy Drop found nothing
+	// to drop (no such schema, or the group is gone).
+	EventDatabaseDropSkipped = "DatabaseDropSkipped"
+	// EventDatabaseDropRefused (Warning): the schema was not dropped:
+	// another MysqlDatabase still declares it, or it was adopted without the
+	// confirming annotation.
+	EventDatabaseDropRefused = "DatabaseDropRefused"
+	// EventDatabaseDropTimedOut (Warning): the group had no writable
+	// primary for the whole drop wait; the object was released and the
+	// schema and owner left in place.
+	EventDatabaseDropTimedOut = "DatabaseDropTimedOut"
+	// EventOwnerUserDropped (Normal): deletionPolicy Drop dropped the owner.
+	EventOwnerUserDropped = "OwnerUserDropped"
+	// EventOwnerUserDropSkipped (Warning): the owner was not dropped because
+	// another MysqlDatabase still claims it.
+	EventOwnerUserDropSkipped = "OwnerUserDropSkipped"
 )
 
 // Event reasons of the deploy-lease controller.
@@ -178,6 +226,15 @@ const (
 	// EventOldPrimaryRecovered (Normal): an old primary's divergence record
 	// cleared.
 	EventOldPrimaryRecovered = "OldPrimaryRecovered"
+	// EventActiveSiteLostOwnTransactions (Warning): the active site came
+	// back without transactions of its own that another site holds and is
+	// neither made writable again nor failed over; the message names the
+	// site, the missing range and why no failover started.
+	EventActiveSiteLostOwnTransactions = "ActiveSiteLostOwnTransactions"
+	// EventCloneRefusedReplicaHasMore (Warning): a follower's receiver was
+	// refused because it holds more of the active site's own GTIDs than the
+	// active site; it is not cloned (it may hold their only copy).
+	EventCloneRefusedReplicaHasMore = "CloneRefusedReplicaHasMore"
 )
 
 // Event reasons of the group's Kubernetes objects.
@@ -220,4 +277,53 @@ const (
 	// EventDNSEndpointDeleted (Normal): the group's DNSEndpoint was deleted
 	// while the group was being deleted.
 	EventDNSEndpointDeleted = "DNSEndpointDeleted"
+	// EventTLSVerificationFailed (Warning): with spec.tls, the operator
+	// refused a site's mysqld because its certificate did not verify (wrong
+	// CA, wrong name, no TLS); recorded when a site's failure begins or its
+	// cause changes. The operator never retries without TLS.
+	EventTLSVerificationFailed = "TLSVerificationFailed"
+	// EventAccountCreated (Normal): a role's account that the active site
+	// lacked was created there (it replicates).
+	EventAccountCreated = "AccountCreated"
+	// EventAccountGrantsRestored (Warning): an account's grants had drifted
+	// from its role's and were restored on the active site.
+	EventAccountGrantsRestored = "AccountGrantsRestored"
+	// EventCredentialsRejected (Warning): a credential Secret or key is
+	// missing or invalid; nothing changes and the previous passwords keep
+	// working. Recorded when the problem begins or changes.
+	EventCredentialsRejected = "CredentialsRejected"
+	// EventPasswordRotationStarted (Normal): a changed Secret's password was
+	// set on the active site, the old one retained.
+	EventPasswordRotationStarted = "PasswordRotationStarted"
+	// EventPasswordOverlapStarted (Normal): every managed consumer uses the
+	// new password; the old one keeps working until the overlap ends.
+	EventPasswordOverlapStarted = "PasswordOverlapStarted"
+	// EventPasswordRotated (Normal): the old password was discarded.
+	EventPasswordRotated = "PasswordRotated"
+	// EventAccountsFailed (Warning): creating, restoring or rotating an
+	// account failed; retried on the next pass.
+	EventAccountsFailed = "AccountsFailed"
+	// EventReplicationChannelMoved (Normal): a site that was unreachable
+	// while the replication password rotated came back, and its channel
+	// was moved to the password the servers accept.
+	EventReplicationChannelMoved = "ReplicationChannelMoved"
+)
+
+// Event reasons of MysqlBackup (the backup controller).
+const (
+	// EventBackupStarted (Normal): the backup Job runs against the chosen
+	// source site; names the Job, the site and who triggered the backup.
+	EventBackupStarted = "BackupStarted"
+	// EventBackupSucceeded (Normal): the Job succeeded and its stamp was
+	// read back: names the location, the GTID set and the size.
+	EventBackupSucceeded = "BackupSucceeded"
+	// EventBackupFailed (Warning): the backup ended Failed; the message
+	// starts with its Ready reason (JobFailed, NoHealthySource, ...).
+	EventBackupFailed = "BackupFailed"
+	// EventBackupJobLost (Warning): the backup's Job was deleted before it
+	// finished; the backup is Failed and no Job is created again.
+	EventBackupJobLost = "BackupJobLost"
+	// EventBackupDeferredProfileNotFound (Warning): spec.profileName is not
+	// a profile of the group; the backup waits (WaitingForProfile).
+	EventBackupDeferredProfileNotFound = "BackupDeferredProfileNotFound"
 )

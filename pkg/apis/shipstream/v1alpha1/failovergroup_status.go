@@ -41,7 +41,7 @@ type MysqlFailoverGroupStatus struct {
 	// +kubebuilder:validation:MaxItems=16
 	Sites []SiteStatus `json:"sites,omitempty"`
 	// conditions: Ready, Degraded, RecoveryPending, Bootstrapping, Updating,
-	// EncryptionAtRestReady, PITRArchiveReady.
+	// EncryptionAtRestReady, PITRArchiveReady, TLSReady (with spec.tls).
 	// +optional
 	// +listType=map
 	// +listMapKey=type

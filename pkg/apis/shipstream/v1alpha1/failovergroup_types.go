@@ -167,10 +167,12 @@ type MysqlFailoverGroupSpec struct {
 
 	// mysqlConf holds MySQL options merged into the generated my.cnf.
 	// Underscores in keys are normalized to hyphens. The operator owns
-	// replica-preserve-commit-order (always ON), which cannot be set here.
+	// replica-preserve-commit-order (always ON), sync-binlog and
+	// innodb-flush-log-at-trx-commit (always 1), which cannot be set here.
 	// +optional
 	// +kubebuilder:validation:MaxProperties=256
 	// +kubebuilder:validation:XValidation:rule="!('replica_preserve_commit_order' in self) && !('replica-preserve-commit-order' in self)",message="spec.mysqlConf: replica-preserve-commit-order is owned by the operator and cannot be overridden"
+	// +kubebuilder:validation:XValidation:rule="!('sync_binlog' in self) && !('sync-binlog' in self) && !('innodb_flush_log_at_trx_commit' in self) && !('innodb-flush-log-at-trx-commit' in self)",message="spec.mysqlConf: sync-binlog and innodb-flush-log-at-trx-commit are owned by the operator (always 1: a crashed primary must not restart without transactions it acknowledged, see docs/safety.md) and cannot be overridden"
 	MySQLConf map[string]string `json:"mysqlConf,omitempty"`
 
 	// replication sets the replication health thresholds.
@@ -326,6 +328,7 @@ type SiteSpec struct {
 	// +optional
 	// +kubebuilder:validation:MaxProperties=256
 	// +kubebuilder:validation:XValidation:rule="!('replica_preserve_commit_order' in self) && !('replica-preserve-commit-order' in self)",message="spec.sites[].mysqlConf: replica-preserve-commit-order is owned by the operator and cannot be overridden"
+	// +kubebuilder:validation:XValidation:rule="!('sync_binlog' in self) && !('sync-binlog' in self) && !('innodb_flush_log_at_trx_commit' in self) && !('innodb-flush-log-at-trx-commit' in self)",message="spec.sites[].mysqlConf: sync-binlog and innodb-flush-log-at-trx-commit are owned by the operator (always 1: a crashed primary must not restart without transactions it acknowledged, see docs/safety.md) and cannot be overridden"
 	MySQLConf map[string]string `json:"mysqlConf,omitempty"`
 
 	// serviceTemplate overrides the group's serviceTemplate for this site's
@@ -408,8 +411,10 @@ type DNSSpec struct {
 
 // TLSSpec names the TLS Secret MySQL serves and clones over.
 type TLSSpec struct {
-	// secretName of a kubernetes.io/tls Secret (tls.crt, tls.key, and ca.crt
-	// when clients must verify the chain).
+	// secretName of a kubernetes.io/tls Secret (tls.crt, tls.key, ca.crt):
+	// mysqld serves it and refuses clients without TLS; the operator, the
+	// sidecars and replication verify it against ca.crt and each site's
+	// internal Service name, which its dnsNames must list (docs/tls.md).
 	// +required
 	// +kubebuilder:validation:MaxLength=253
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`

@@ -288,4 +288,10 @@ type MysqlDatabaseStatus struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=4096
 	Message string `json:"message,omitempty"`
+	// adopted: the schema already existed on the active site when this
+	// object first applied it. deletionPolicy Drop does not drop an adopted
+	// schema unless the annotation
+	// bloodraven.shipstream.io/drop-adopted-database names this object's UID.
+	// +optional
+	Adopted bool `json:"adopted,omitempty"`
 }

@@ -329,6 +329,8 @@ func (e *env) createCredentials(g *v1alpha1.MysqlFailoverGroup) {
 	e.t.Helper()
 	for _, sec := range []struct{ name, user string }{
 		{g.Spec.Credentials.OperatorSecretName, "bloodraven"}, {g.Spec.Credentials.AppSecretName, "app"},
+		{g.Spec.Credentials.ReadOnlySecretName, "reader"}, {g.Spec.Credentials.MonitorSecretName, "monitor"},
+		{g.Spec.Credentials.BackupSecretName, "backup"},
 	} {
 		if sec.name == "" {
 			continue

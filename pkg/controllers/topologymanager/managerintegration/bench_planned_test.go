@@ -23,11 +23,11 @@ import (
 // endpoint following status.activeSite, i.e. from the last write the source
 // acknowledged before its fence to the first write the new primary
 // acknowledged. Every run must end Succeeded with no acknowledged write
-// lost. Each step of the handoff waits for the next poll, so the pause
-// scales with pollInterval: measured at 200ms (the integration groups'
-// setting) and at the 2s default.
+// lost. The handoff's steps run back to back (manager PlannedStepDelay),
+// so the pause hardly depends on pollInterval: measured at 200ms (the
+// integration groups' setting) and at the 2s default.
 //
-//	BIN_DIR=$PWD/bin go test ./pkg/controllers/topology/managerintegration -run XXX -bench PlannedFailoverWritePause -benchtime 10x
+//	BIN_DIR=$PWD/bin go test ./pkg/controllers/topologymanager/managerintegration -run XXX -bench PlannedFailoverWritePause -benchtime 10x
 func BenchmarkPlannedFailoverWritePause(b *testing.B) {
 	for _, poll := range []time.Duration{200 * time.Millisecond, 2 * time.Second} {
 		b.Run("poll="+poll.String(), func(b *testing.B) {

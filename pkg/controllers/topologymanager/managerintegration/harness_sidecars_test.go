@@ -285,8 +285,8 @@ func harnessHandler(ns, who string) slog.Handler {
 
 // startOperator starts an operator run and puts its auxiliary handler,
 // reading the run's own group informer, behind the auxiliary endpoint.
-func (f *fabric) startOperator() {
-	op := f.e.startOperator(withFailover)
+func (f *fabric) startOperator(tweak ...func(*topologymanager.Options)) {
+	op := f.e.startOperator(append([]func(*topologymanager.Options){withFailover}, tweak...)...)
 	groups := op.informers.Shipstream[f.e.ns].Shipstream().V1alpha1().MysqlFailoverGroups()
 	f.aux.current.Store(auxiliary.New(auxiliary.Options{
 		Source:   auxiliary.ListerSource{Lister: groups.Lister(), HasSynced: groups.Informer().HasSynced},

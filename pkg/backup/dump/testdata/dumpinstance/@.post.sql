@@ -1,0 +1,1 @@
+-- MySQLShell dump 2.0.1

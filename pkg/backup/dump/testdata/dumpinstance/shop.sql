@@ -1,0 +1,2 @@
+-- schema
+CREATE DATABASE /*!32312 IF NOT EXISTS*/ `shop`;

@@ -1,0 +1,1 @@
+CREATE TABLE IF NOT EXISTS `orders` (`id` int NOT NULL, PRIMARY KEY (`id`));

@@ -1,0 +1,59 @@
+package topology
+
+import (
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/shipstream/bloodraven/pkg/apis/shipstream/v1alpha1"
+)
+
+// Issue 21, hole 4: the self-fence deadline is a wall-clock time written by
+// one operator process and compared by whichever leads. A new leader whose
+// clock runs 4 s ahead (inside the 5 s the deploy API assumes,
+// leasestore.DefaultMaxClockSkew) must not promote before the deadline has
+// passed in true time.
+func TestSelfFenceDeadlineIsRobustToASkewedNewLeader(t *testing.T) {
+	const bound, skew, ahead = 20 * time.Second, 5 * time.Second, 4 * time.Second
+	written := t0                   // true time the first leader served the intent
+	deadline := t0.Add(bound)       // what it stored
+	seenTrue := t0.Add(time.Second) // true time the new leader first saw it
+	decide := func(trueNow time.Time, seen time.Time) Decision {
+		st := inFailover(v1alpha1.StepAwaitingSelfFence)
+		dl := metav1.NewTime(deadline)
+		st.Transition.SourceFenceDeadline = &dl
+		in := failoverInput(iadDown(), st)
+		in.Failover.SelfFenceBound, in.Failover.MaxClockSkew = bound, skew
+		in.Now, in.TransitionSeen = trueNow.Add(ahead), seen
+		return Decide(in)
+	}
+	promotes := func(d Decision) bool {
+		return d.Status.Transition != nil && d.Status.Transition.Step == v1alpha1.StepCatchingUp
+	}
+	// One second before the true deadline the skewed leader reads a clock
+	// 3 s past it: it waits.
+	if d := decide(deadline.Add(-time.Second), seenTrue.Add(ahead)); promotes(d) {
+		t.Fatalf("a leader %s ahead went on %s before the deadline in true time: %v", ahead, time.Second, actions(d))
+	}
+	// It does not know when it first saw the transition (restarted in
+	// between, say): the assumed skew alone decides.
+	if d := decide(deadline.Add(skew-ahead-time.Millisecond), time.Time{}); promotes(d) {
+		t.Fatal("promoted before deadline + skew on its own clock without knowing when it saw the transition")
+	}
+	if d := decide(deadline.Add(skew-ahead), time.Time{}); !promotes(d) {
+		t.Fatal("still waiting at deadline + skew on its own clock")
+	}
+	// Its own full bound since it first saw the transition has run: the
+	// old primary's sidecar has fenced whatever the clocks say.
+	if d := decide(seenTrue.Add(bound), seenTrue.Add(ahead)); !promotes(d) {
+		t.Fatalf("still waiting once the whole bound ran on its own clock: %+v", d.Status.Transition)
+	}
+	// The process that wrote the deadline waits exactly until it.
+	own := func(now time.Time) bool {
+		return !now.Before(SelfFenceWaitEnd(deadline, written, bound, skew))
+	}
+	if own(deadline.Add(-time.Millisecond)) || !own(deadline) {
+		t.Fatal("the writer's own wait changed")
+	}
+}
