@@ -15,7 +15,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -25,6 +24,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/shipstream/bloodraven/pkg/testbed/portlease"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 )
@@ -284,26 +284,31 @@ func poll(ctx context.Context, timeout time.Duration, p *process, ready func() b
 	}
 }
 
-// freePorts reserves n distinct free loopback ports. They are released before
-// use, so another process could take one in between; that race is accepted
-// for tests and shows up as a clear "address in use" start failure.
+// freePorts leases n distinct loopback ports (portlease) for the rest of
+// this process's life. Leased ports lie outside the kernel's ephemeral
+// range, so a server restarted on its port (a playground mysqld after a
+// crash) does not find it taken by some other ":0" listener or outgoing
+// connection, and no other test process leases them meanwhile.
 func freePorts(n int) ([]int, error) {
 	var ports []int
-	var listeners []net.Listener
-	defer func() {
-		for _, l := range listeners {
-			l.Close()
-		}
-	}()
 	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
+		l, err := portlease.Take()
 		if err != nil {
 			return nil, err
 		}
-		listeners = append(listeners, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+		heldLeases.Lock()
+		heldLeases.all = append(heldLeases.all, l)
+		heldLeases.Unlock()
+		ports = append(ports, l.Port)
 	}
 	return ports, nil
+}
+
+// heldLeases keeps freePorts' leases reachable: a collected lease's file
+// would be closed by its finalizer, and its lock with it.
+var heldLeases struct {
+	sync.Mutex
+	all []*portlease.Lease
 }
 
 // FreePort returns one free loopback port.

@@ -36,7 +36,7 @@ func (s *Server) startAdminLocked() error {
 	if err := checkLoopback(addr); err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", addr)
+	ln, err := s.listenKeepingPort(addr)
 	if err != nil {
 		return fmt.Errorf("mysqlsim %s: listen %s (admin interface): %w", s.cfg.Name, addr, err)
 	}

@@ -24,6 +24,7 @@ import (
 	"github.com/go-mysql-org/go-mysql/server"
 
 	"github.com/shipstream/bloodraven/pkg/gtid"
+	"github.com/shipstream/bloodraven/pkg/testbed/portlease"
 )
 
 // Version is the server version the simulator reports.
@@ -160,13 +161,14 @@ type Server struct {
 	// fencesPending counts SET GLOBAL read_only/super_read_only statements
 	// waiting for open transactions; new writes wait behind them.
 	fencesPending int
-	admin         adminListener     // admin.go
-	conns         connLimit         // connlimit.go
-	rollback      rollbackFault     // rollback.go
-	binlog        binlogFiles       // binlog.go
-	rsaKey        *rsa.PrivateKey   // caching_sha2_password's key pair for plain connections (auth.go)
-	sha2Cache     map[string][]byte // caching_sha2_password's cache: account -> SHA256(SHA256(pw)); emptied at every start
-	authStats     authStats         // failed logins, Aborted_connects (authstats.go)
+	admin         adminListener      // admin.go
+	leases        []*portlease.Lease // listen.go: the ports a restart listens on again
+	conns         connLimit          // connlimit.go
+	rollback      rollbackFault      // rollback.go
+	binlog        binlogFiles        // binlog.go
+	rsaKey        *rsa.PrivateKey    // caching_sha2_password's key pair for plain connections (auth.go)
+	sha2Cache     map[string][]byte  // caching_sha2_password's cache: account -> SHA256(SHA256(pw)); emptied at every start
+	authStats     authStats          // failed logins, Aborted_connects (authstats.go)
 	// given is the Config as passed to New; ext what the option file,
 	// the first boot, plugins and transport keep (mycnf.go).
 	given Config
@@ -294,7 +296,7 @@ func (s *Server) Start() error {
 	if s.addr != "" {
 		addr = s.addr // a restart keeps the port, like a restarted mysqld
 	}
-	ln, err := net.Listen("tcp", addr)
+	ln, err := s.listenKeepingPort(addr)
 	if err != nil {
 		s.closeRedoLocked(true)
 		return fmt.Errorf("mysqlsim %s: listen %s: %w", s.cfg.Name, addr, err)
@@ -348,6 +350,7 @@ func (s *Server) Close() error {
 	s.mu.Lock()
 	s.closed = true
 	s.shutdownLocked(true)
+	s.releasePortsLocked()
 	s.mu.Unlock()
 	s.wg.Wait()
 	return nil
