@@ -22,6 +22,7 @@ import (
 	"github.com/shipstream/bloodraven/pkg/siteaddr"
 	"github.com/shipstream/bloodraven/pkg/testbed/mysqlsim"
 	"github.com/shipstream/bloodraven/pkg/testbed/mysqlsim/simtest"
+	"github.com/shipstream/bloodraven/pkg/testbed/portlease"
 )
 
 func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
@@ -114,15 +115,16 @@ func TestClusterAddressesAndSecretFiles(t *testing.T) {
 	}
 }
 
-// freeAddr reserves a loopback port and releases it for a child process.
+// freeAddr leases a loopback port for a child process for the whole test
+// (portlease): a restarted child listens on it again.
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	l, err := portlease.Take()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	return ln.Addr().String()
+	t.Cleanup(l.Release)
+	return l.Addr()
 }
 
 type groupSource struct {

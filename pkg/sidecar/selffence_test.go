@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -25,6 +24,7 @@ import (
 	"github.com/shipstream/bloodraven/pkg/sidecar"
 	"github.com/shipstream/bloodraven/pkg/testbed/mysqlsim"
 	"github.com/shipstream/bloodraven/pkg/testbed/mysqlsim/simtest"
+	"github.com/shipstream/bloodraven/pkg/testbed/portlease"
 )
 
 // The fencing sequence against a real mysqld process: the simulator command
@@ -73,14 +73,16 @@ func buildSim(t testing.TB) string {
 	return simBinary.path
 }
 
+// freeAddr leases a loopback port for a child process for the whole test
+// (portlease): a restarted child listens on it again.
 func freeAddr(t testing.TB) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	l, err := portlease.Take()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	return ln.Addr().String()
+	t.Cleanup(l.Release)
+	return l.Addr()
 }
 
 // simProcess is a simulated mysqld running as a child process.
