@@ -34,10 +34,10 @@ type Plan struct {
 }
 
 // NewPlan spreads the sequence over budget (protocol.SelfFenceStatementTimeout
-// in production, 5 s): evictions from a fifth of it (1 s), every tenth
-// (500 ms), the process stop at three fifths (3 s), leaving two fifths (2 s)
-// for the kernel to end the process and for the check that it did. A
-// request timeout shorter than an eviction interval bounds each step.
+// in production, 3 s): evictions from a fifth of it (600 ms), every tenth
+// (300 ms), the process stop at three fifths (1.8 s), leaving two fifths
+// (1.2 s) for the kernel to end the process and for the check that it did.
+// A request timeout shorter than an eviction interval bounds each step.
 func NewPlan(budget, requestTimeout time.Duration) Plan {
 	p := Plan{
 		Budget: budget, EvictAfter: budget / 5, EvictEvery: budget / 10, StopAt: budget * 3 / 5,

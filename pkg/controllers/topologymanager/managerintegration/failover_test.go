@@ -24,7 +24,7 @@ import (
 func withFailover(o *topologymanager.Options) { o.AutomaticFailover = true }
 
 // failoverGroup: sidecar timers at their minimum, so the self-fence wait
-// before a promotion is protocol.SelfFenceBound(2s, 500ms) = 8.25s from the
+// before a promotion is protocol.SelfFenceBound(2s, 500ms) = 6.25s from the
 // intent; failoverCooldown at its minimum, 30s.
 func (e *env) failoverGroup(sites []siteDef) *v1alpha1.MysqlFailoverGroup {
 	g := e.group(sites)

@@ -70,7 +70,7 @@ func (h *harnessRun) injectCandidateFault(kind, a string, followers []string, r 
 		f.startOperator()
 	}
 	// Past the promotion (the intent about 1 s after the crash, then the
-	// 8.25 s self-fence wait): these faults are about the choice and the
+	// 6.25 s self-fence wait): these faults are about the choice and the
 	// catch-up, not a primary that comes back in time.
 	time.Sleep(time.Duration(12000+r.IntN(4000)) * time.Millisecond)
 	if kind == faultApplierError {

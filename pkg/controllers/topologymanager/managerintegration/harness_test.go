@@ -127,7 +127,7 @@ func envInt(t *testing.T, name string, def int) int {
 var harnessSites = []siteDef{{"iad", v1alpha1.SiteRolePrimaryCandidate}, {"pdx", v1alpha1.SiteRolePrimaryCandidate}, {"sfo", v1alpha1.SiteRolePrimaryCandidate}}
 
 // The group's spec.sidecar timers at their minimum: the sidecars run with
-// them and the operator waits protocol.SelfFenceBound of them (8.25s).
+// them and the operator waits protocol.SelfFenceBound of them (6.25s).
 const (
 	harnessLease    = 2 * time.Second
 	harnessInterval = 500 * time.Millisecond
@@ -315,7 +315,7 @@ func realSequence(t *testing.T, seed uint64) {
 }
 
 // hold is how long a fault of the active site lasts. The intent is
-// recorded about 1s after the fault and the promotion follows 8.25s later:
+// recorded about 1s after the fault and the promotion follows 6.25s later:
 // two times in three the fault outlasts the promotion (an isolated primary
 // must have fenced itself by then), else it is healed before the failover
 // starts or in the middle of it.
