@@ -98,6 +98,11 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
+	// Handle SIGTERM before anything can see the server up: a signal that
+	// comes right after the first connection must shut down cleanly (pid
+	// file removed, journal flushed), as mysqld's does, not kill the process.
+	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer cancel()
 	if err := srv.Start(); err != nil {
 		return err
 	}
@@ -109,8 +114,6 @@ func run(args []string) error {
 			return err
 		}
 	}
-	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
-	defer cancel()
 	<-ctx.Done()
 	log.Info("stopping")
 	stopControl()
