@@ -118,13 +118,7 @@ func TestClusterAddressesAndSecretFiles(t *testing.T) {
 // freeAddr leases a loopback port for a child process for the whole test
 // (portlease): a restarted child listens on it again.
 func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := portlease.Take()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(l.Release)
-	return l.Addr()
+	return portlease.AddrForTest(t)
 }
 
 type groupSource struct {

@@ -76,13 +76,7 @@ func buildSim(t testing.TB) string {
 // freeAddr leases a loopback port for a child process for the whole test
 // (portlease): a restarted child listens on it again.
 func freeAddr(t testing.TB) string {
-	t.Helper()
-	l, err := portlease.Take()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(l.Release)
-	return l.Addr()
+	return portlease.AddrForTest(t)
 }
 
 // simProcess is a simulated mysqld running as a child process.

@@ -24,6 +24,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"testing"
 )
 
 // Lease is one leased port. The zero Lease holds nothing.
@@ -129,4 +130,16 @@ func ephemeralRange() (low, high int) {
 		return low, high
 	}
 	return l, h
+}
+
+// AddrForTest leases a loopback host:port for the whole of t, for a child
+// process that may be restarted on it; it fails t when none is left.
+func AddrForTest(t testing.TB) string {
+	t.Helper()
+	l, err := Take()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(l.Release)
+	return l.Addr()
 }

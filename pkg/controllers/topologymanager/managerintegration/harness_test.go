@@ -835,20 +835,8 @@ func (h *harnessRun) checkPromotion(lf *v1alpha1.LastFailover) {
 // checked: a later target that lacks them lost them anew.
 func lostTail(held, promoted gtid.Set, uuid string) gtid.Set {
 	extra := held.Subtract(promoted)
-	var parts []string
-	for _, sid := range extra.SIDs() {
-		if sid.UUID != uuid {
-			continue
-		}
-		prefix := sid.UUID
-		if sid.Tag != "" {
-			prefix += ":" + sid.Tag
-		}
-		for _, iv := range extra.Intervals(sid) {
-			parts = append(parts, fmt.Sprintf("%s:%d-%d", prefix, iv.Start, iv.End))
-		}
-	}
-	return gtid.MustParse(strings.Join(parts, ","))
+	// Divergent drops uuid's transactions from extra; what it drops is the tail.
+	return extra.Subtract(topology.Divergent(held, promoted, uuid))
 }
 
 // returnNoticeWindow is how long before the Promoting step is seen the old
