@@ -25,6 +25,7 @@ type options struct {
 	mysqlAddr                  string
 	mysqlAdminAddr             string
 	mysqlPIDFile               string
+	podUID                     string
 	mysqlUser, mysqlUserFile   string
 	mysqlPasswordFile          string
 	mysqlPasswordDir           string
@@ -49,6 +50,7 @@ func parse(args []string, getenv func(string) string) (options, error) {
 	}
 	fs.StringVar(&o.namespace, "namespace", env(protocol.EnvNamespace, ""), "namespace of the failover group ($"+protocol.EnvNamespace+")")
 	fs.StringVar(&o.group, "group", env(protocol.EnvGroup, ""), "failover group name ($"+protocol.EnvGroup+")")
+	fs.StringVar(&o.podUID, "pod-uid", env(protocol.EnvPodUID, ""), "the pod's metadata.uid, named in every fence proof ($"+protocol.EnvPodUID+"; none: the operator never accepts this sidecar's fence proofs)")
 	fs.StringVar(&o.site, "site", env(protocol.EnvSite, ""), "this sidecar's site ($"+protocol.EnvSite+")")
 	fs.StringVar(&o.listenAddr, "listen-addr", env(protocol.EnvListenAddr, fmt.Sprintf(":%d", protocol.SidecarPort)), "listen address ($"+protocol.EnvListenAddr+")")
 	fs.StringVar(&o.operatorEndpoint, "operator-endpoint", env(protocol.EnvOperatorEndpoint, ""), "host:port of the operator's auxiliary listener, spec.sidecar.operatorEndpoint ($"+protocol.EnvOperatorEndpoint+")")
@@ -100,7 +102,7 @@ func parse(args []string, getenv func(string) string) (options, error) {
 
 // sidecarConfig resolves credentials and addresses.
 func (o options) sidecarConfig() (sidecar.Config, error) {
-	cfg := sidecar.Config{Namespace: o.namespace, Group: o.group, Site: o.site, OperatorEndpoint: o.operatorEndpoint,
+	cfg := sidecar.Config{Namespace: o.namespace, Group: o.group, Site: o.site, PodUID: o.podUID, OperatorEndpoint: o.operatorEndpoint,
 		LeaseTimeout: o.leaseTimeout, PeerCheckInterval: o.peerInterval}
 	user, err := secretValue("--mysql-user-file", o.mysqlUserFile, o.mysqlUser)
 	if err != nil {

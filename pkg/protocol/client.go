@@ -73,6 +73,13 @@ func (c Client) Announce(ctx context.Context, sidecarAddr string, a ActiveSite) 
 	return p, err
 }
 
+// FenceProof POSTs a fence-proof request to a sidecar (PathFenceProof).
+func (c Client) FenceProof(ctx context.Context, sidecarAddr string, r FenceProofRequest) (FenceProof, error) {
+	var p FenceProof
+	err := c.do(ctx, http.MethodPost, "http://"+sidecarAddr+PathFenceProof, r, &p)
+	return p, err
+}
+
 // ArchiverStatus GETs a sidecar's PathArchiverStatus.
 func (c Client) ArchiverStatus(ctx context.Context, sidecarAddr string) (ArchiverStatus, error) {
 	var s ArchiverStatus

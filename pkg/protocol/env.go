@@ -7,6 +7,7 @@ package protocol
 const (
 	EnvNamespace         = "BLOODRAVEN_NAMESPACE"
 	EnvPodName           = "BLOODRAVEN_POD_NAME"
+	EnvPodUID            = "BLOODRAVEN_POD_UID" // metadata.uid: sidecar.Config.PodUID
 	EnvGroup             = "BLOODRAVEN_FAILOVER_GROUP"
 	EnvSite              = "BLOODRAVEN_SITE"
 	EnvListenAddr        = "BLOODRAVEN_LISTEN_ADDR"

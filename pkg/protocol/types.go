@@ -52,6 +52,20 @@ type SiteStatus struct {
 	// Fencing is the sidecar's self-fencing state; nil means not reported
 	// (a sidecar without CapabilitySelfFenceV1).
 	Fencing *FencingStatus `json:"fencing,omitempty"`
+	// Process is the local mysqld's process as the latest round saw it;
+	// nil means not reported (no pid file, or a sidecar without
+	// CapabilityFenceProof).
+	Process *MySQLProcess `json:"process,omitempty"`
+}
+
+// MySQLProcess is the mysqld instance a sidecar last saw running.
+type MySQLProcess struct {
+	Instance Instance `json:"instance"`
+	// Exited: that instance's process has ended and the pid file names no
+	// other running process.
+	Exited bool `json:"exited"`
+	// Error is why the process could not be looked at.
+	Error string `json:"error,omitempty"`
 }
 
 // HasCapability reports whether the status lists capability c.

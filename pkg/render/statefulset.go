@@ -314,6 +314,7 @@ func sidecarContainer(g *v1alpha1.MysqlFailoverGroup, i int, cfg Config) corev1.
 	env := []corev1.EnvVar{
 		fieldEnv(protocol.EnvNamespace, "metadata.namespace"),
 		fieldEnv(protocol.EnvPodName, "metadata.name"),
+		fieldEnv(protocol.EnvPodUID, "metadata.uid"),
 		{Name: protocol.EnvGroup, Value: g.Name},
 		{Name: protocol.EnvSite, Value: site.Name},
 		{Name: protocol.EnvListenAddr, Value: fmt.Sprintf(":%d", protocol.SidecarPort)},

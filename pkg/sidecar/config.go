@@ -29,6 +29,10 @@ type Peer struct {
 // Config configures a Sidecar.
 type Config struct {
 	Namespace, Group, Site string
+	// PodUID is the pod's metadata.uid, reported in every Instance so that
+	// a sidecar in a replacement pod cannot vouch for the old pod's mysqld.
+	// Empty (development only) means no fence proof is ever accepted.
+	PodUID string
 	// MySQL reaches the local mysqld with the operator's credentials.
 	MySQL mysql.Options
 	// MySQLAdminAddr is mysqld's administrative connection interface

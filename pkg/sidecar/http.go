@@ -8,7 +8,7 @@ import (
 )
 
 // Capabilities this sidecar advertises.
-var Capabilities = []string{protocol.CapabilityLivez, protocol.CapabilitySelfFenceV1, protocol.CapabilityTransitionPush}
+var Capabilities = []string{protocol.CapabilityLivez, protocol.CapabilitySelfFenceV1, protocol.CapabilityTransitionPush, protocol.CapabilityFenceProof}
 
 // Handler serves the sidecar's endpoints. None of them waits for mysqld:
 // they answer from the fencing loop's latest round.
@@ -40,6 +40,7 @@ func (s *Sidecar) Handler() http.Handler {
 		protocol.WriteJSON(w, http.StatusOK, s.PeerView())
 	})
 	mux.HandleFunc("POST "+protocol.PathPeerActiveSite, s.servePush)
+	mux.HandleFunc("POST "+protocol.PathFenceProof, s.serveFenceProof)
 	mux.HandleFunc("GET "+protocol.PathArchiverStatus, func(w http.ResponseWriter, _ *http.Request) {
 		protocol.WriteJSON(w, http.StatusOK, protocol.ArchiverStatus{Enabled: false, State: protocol.StateDisabled,
 			Message: "binlog archival is not built into this sidecar yet"})
@@ -100,8 +101,11 @@ func (s *Sidecar) Livez() protocol.Livez {
 	return l
 }
 
-// Status is the /status document.
+// Status is the /status document. The process is looked at afresh (a few
+// reads of /proc): the operator asks when a poll of mysqld failed, and the
+// answer tells it whether mysqld exited (docs/topology.md, cadence).
 func (s *Sidecar) Status() protocol.SiteStatus {
+	s.lookAtProcess("")
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.clock()
@@ -149,5 +153,22 @@ func (s *Sidecar) Status() protocol.SiteStatus {
 		f.SelfFencedAt = &t
 	}
 	st.Fencing = f
+	st.Process = s.processStatusLocked()
 	return st
+}
+
+// processStatusLocked reports the recorded mysqld instance; nil without a
+// pid file (no process is looked at).
+func (s *Sidecar) processStatusLocked() *protocol.MySQLProcess {
+	if s.proc == nil {
+		return nil
+	}
+	inst, _ := s.instanceLocked()
+	p := &protocol.MySQLProcess{Instance: inst}
+	if i := s.st.instance; i != nil {
+		p.Exited, p.Error = i.exited, i.err
+	} else {
+		p.Error = "no mysqld process has been seen running"
+	}
+	return p
 }

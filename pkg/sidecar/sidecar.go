@@ -47,6 +47,11 @@ type state struct {
 	roundStarted time.Time // zero when no round is in progress
 	lastFenceErr string
 	fences       []FenceReport // the latest runs of the fencing sequence, oldest first
+	// instance is the mysqld process last seen running (instance.go);
+	// acks, when each transition a proof was asked about was first held
+	// (proof.go).
+	instance *instanceSeen
+	acks     map[string]time.Time
 }
 
 // keptFenceReports is how many runs of the fencing sequence Fences returns.
@@ -257,6 +262,11 @@ func (s *Sidecar) observe(ctx context.Context) {
 		o.repl, o.err = s.db.ReplicaStatus(ctx)
 	}
 	o.at = time.Now()
+	uuid := ""
+	if o.err == nil {
+		uuid = o.obs.ServerUUID
+	}
+	s.lookAtProcess(uuid)
 	s.mu.Lock()
 	prev := s.st.obs
 	s.st.obs = o

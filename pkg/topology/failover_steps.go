@@ -264,6 +264,9 @@ func (d *decider) continueFailover(t *v1alpha1.Transition) {
 		// old primary is a failover's source: an answer that shows it
 		// fenced proves it, trusted or not.
 		fenced := sa != nil && !sa.Writable
+		if !fenced && !d.in.TransitionUnserved {
+			fenced = d.provenFenced(t)
+		}
 		if !fenced && t.SourceFenceDeadline == nil {
 			if d.in.TransitionUnserved {
 				d.waiting = fmt.Sprintf("failover to %s: waiting for the intent to reach the cache sidecars are answered from", target)
@@ -279,6 +282,24 @@ func (d *decider) continueFailover(t *v1alpha1.Transition) {
 		d.step(t, v1alpha1.StepCatchingUp)
 		d.act(Action{Kind: CatchUp, Site: target, Why: "apply everything received before promotion"})
 	}
+}
+
+// provenFenced reports whether the source's sidecar proved, in this pass,
+// that the source cannot take writes (CheckFenceProof). Only once the
+// intent is served: from then on /active-site no longer confirms the
+// source, so nothing the sidecar hears afterwards lets it stop fencing.
+func (d *decider) provenFenced(t *v1alpha1.Transition) bool {
+	si := d.in.Observed[t.SourceSite]
+	if si.FenceProof == nil {
+		return false
+	}
+	ok, why := CheckFenceProof(*si.FenceProof, FenceProofCheck{TransitionID: t.ID, Source: t.SourceSite, LastWritable: si.LastWritable, Now: d.in.Now})
+	if !ok {
+		d.waiting = fmt.Sprintf("failover to %s: the fence proof of %s does not hold (%s)", t.TargetSite, t.SourceSite, why)
+		return false
+	}
+	d.event(false, v1alpha1.EventFailoverSourceFenceProven, "site %s cannot take writes: %s; promoting %s without waiting out the self-fence bound", t.SourceSite, why, t.TargetSite)
+	return true
 }
 
 // StopReceiver stops a follower's receiver (its applier goes on), so that

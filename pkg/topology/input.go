@@ -17,6 +17,8 @@ package topology
 import (
 	"time"
 
+	"github.com/shipstream/bloodraven/pkg/protocol"
+
 	"github.com/shipstream/bloodraven/pkg/apis/shipstream/v1alpha1"
 	"github.com/shipstream/bloodraven/pkg/gtid"
 	"github.com/shipstream/bloodraven/pkg/observe"
@@ -105,7 +107,15 @@ type SiteInput struct {
 	// taken to fence itself by SelfFenceBound only if its sidecar was seen
 	// running when the operator lost it (docs/safety.md, rule 1).
 	SidecarSeen bool
-	Clone       CloneState
+	// LastWritable is the instance this process last saw writable at the
+	// site, as its own poll and the sidecar's report agreed on it; zero
+	// when none was (docs/safety.md, "Proof from the old primary's
+	// sidecar").
+	LastWritable protocol.Instance
+	// FenceProof is the site's sidecar's answer to this pass's fence-proof
+	// request; nil when none was asked or it did not answer.
+	FenceProof *FenceProofAnswer
+	Clone      CloneState
 	// MutationError is the last failed repoint or replica start of the site,
 	// cleared by the next success.
 	MutationError string

@@ -137,6 +137,12 @@ type groupState struct {
 	// sidecarSeen: its sidecar answered in the latest poll that reached the
 	// site at all (topology.SiteInput.SidecarSeen).
 	sidecarHealthy, pollFailed, sidecarSeen map[string]bool
+	// sidecarAnswered: the site's sidecar answered in its latest poll;
+	// sidecarExited: and reported that the instance in lastWritable has
+	// exited; lastWritable: the instance last seen writable there
+	// (manager_fenceproof.go).
+	sidecarAnswered, sidecarExited map[string]bool
+	lastWritable                   map[string]protocol.Instance
 	// evidence is each site's latest replication evidence read in this
 	// process, used when a poll's read of it misses the poll deadline (its
 	// ReadAt says how old it is; the decision bounds that).
@@ -200,6 +206,7 @@ func (m *Manager) state(key string) *groupState {
 	if s == nil {
 		s = &groupState{clients: map[string]*siteClient{}, clones: map[string]*topology.CloneState{}, mutation: map[string]string{}}
 		s.sidecarHealthy, s.pollFailed, s.sidecarSeen = map[string]bool{}, map[string]bool{}, map[string]bool{}
+		s.sidecarAnswered, s.sidecarExited, s.lastWritable = map[string]bool{}, map[string]bool{}, map[string]protocol.Instance{}
 		s.evidence = map[string]Sample{}
 		m.groups[key] = s
 	}
@@ -280,7 +287,13 @@ func (m *Manager) reconcile(ctx context.Context, g *v1alpha1.MysqlFailoverGroup,
 		return g, p.cadence(nil), err
 	}
 	claimBefore := g.Status.PlannedFailover.DeepCopy()
-	in, admitErr := p.planned(ctx, results, p.input(results))
+	in := p.input(results)
+	if proof := p.askFenceProof(ctx, results); proof != nil {
+		si := in.Observed[proof.Proof.Site]
+		si.FenceProof = proof
+		in.Observed[proof.Proof.Site] = si
+	}
+	in, admitErr := p.planned(ctx, results, in)
 	d := topology.Decide(in)
 	g, err = p.execute(ctx, d)
 	if err == nil && d.ClearRecloneAnnotation && in.Reclone != nil {
@@ -305,19 +318,42 @@ func (m *Manager) reconcile(ctx context.Context, g *v1alpha1.MysqlFailoverGroup,
 	p.plannedProgress(claimBefore)
 	m.opts.Metrics.record(g, results)
 	if t := g.Status.Transition; t != nil {
-		if err == nil && topology.IsPlannedKind(t.Kind) {
+		if err == nil && (topology.IsPlannedKind(t.Kind) || t.Kind == v1alpha1.TransitionAutomatic) {
 			return g, p.plannedStep(t), nil
 		}
-		// A change in flight moves at the base rate.
+		// Any other change in flight moves at the base rate.
 		return g, p.pollInterval(), err
+	}
+	if d := p.corroboratedRepoll(g); d > 0 {
+		return g, d, err
 	}
 	return g, p.cadence(results), err
 }
 
+// corroboratedRepoll shortens the wait for the active site's next poll when
+// its latest one failed and its sidecar reported, in the same poll, that
+// the instance last seen writable there has exited: failureThreshold
+// failures then follow each other in a tenth of a second or so. Without
+// that report failed polls stay a pollInterval apart, so a network blip
+// still needs failureThreshold × pollInterval to start a failover
+// (docs/topology.md, cadence).
+func (p *mpass) corroboratedRepoll(g *v1alpha1.MysqlFailoverGroup) time.Duration {
+	active := g.Status.ActiveSite
+	p.m.mu.Lock()
+	exited := active != "" && p.st.sidecarExited[active]
+	p.m.mu.Unlock()
+	if !exited {
+		return 0
+	}
+	p.m.tracker.Invalidate(p.key, active)
+	return max(PlannedStepDelay, p.pollInterval()/20)
+}
+
 // PlannedStepDelay is the shortest pause between the passes of a planned
-// handoff (or an ordered update's): its steps follow each other as soon as
-// the previous step's effect can be seen, not one poll later, because the
-// group takes no writes from the fence to the publication.
+// handoff (or an ordered update's), and of an automatic failover: its steps
+// follow each other as soon as the previous step's effect can be seen, not
+// one poll later, because the group takes no writes from the fence to the
+// publication.
 const PlannedStepDelay = 25 * time.Millisecond
 
 // plannedStep makes the handoff's source and target due at the next pass
@@ -474,13 +510,21 @@ func (p *mpass) probe(ctx context.Context, site string) (Sample, error) {
 	side := p.askSidecar(sctx, site)
 	s, err := p.probeMySQL(ctx, site)
 	p.noteTLS(site, err) // manager_tls.go
-	p.noteSidecar(site, <-side, err != nil)
+	a := <-side
+	p.noteSidecar(site, a, err != nil)
+	if err == nil {
+		p.noteWritable(site, s, a) // manager_fenceproof.go
+	}
 	return s, err
 }
 
 // sidecarAnswer is what a site's sidecar said: answered (any HTTP answer:
-// its process runs) and whether it reports its local mysqld healthy.
-type sidecarAnswer struct{ answered, healthy bool }
+// its process runs), whether it reports its local mysqld healthy, and its
+// mysqld process as it sees it (nil: not reported).
+type sidecarAnswer struct {
+	answered, healthy bool
+	process           *protocol.MySQLProcess
+}
 
 // askSidecar fetches the site's sidecar /status in the background.
 func (p *mpass) askSidecar(ctx context.Context, site string) <-chan sidecarAnswer {
@@ -494,7 +538,7 @@ func (p *mpass) askSidecar(ctx context.Context, site string) <-chan sidecarAnswe
 	go func() {
 		st, err := (protocol.Client{}).SiteStatus(ctx, addr)
 		var httpErr *protocol.Error
-		out <- sidecarAnswer{answered: err == nil || errors.As(err, &httpErr), healthy: err == nil && st.ReportsHealthyMySQL(maxAge)}
+		out <- sidecarAnswer{answered: err == nil || errors.As(err, &httpErr), healthy: err == nil && st.ReportsHealthyMySQL(maxAge), process: st.Process}
 	}()
 	return out
 }
@@ -507,6 +551,9 @@ func (p *mpass) noteSidecar(site string, a sidecarAnswer, failed bool) {
 	p.m.mu.Lock()
 	defer p.m.mu.Unlock()
 	p.st.sidecarHealthy[site], p.st.pollFailed[site] = a.healthy && failed, failed
+	p.st.sidecarAnswered[site] = a.answered
+	w := p.st.lastWritable[site]
+	p.st.sidecarExited[site] = failed && a.process != nil && a.process.Exited && w.Complete() && a.process.Instance == w
 	if !failed || a.answered {
 		p.st.sidecarSeen[site] = a.answered
 	}
@@ -594,7 +641,8 @@ func (p *mpass) input(results map[string]observe.Result[Sample]) topology.Input 
 		}
 		in.Sites = append(in.Sites, topology.SiteSpec{Name: s.Name, Role: role})
 		r := results[s.Name]
-		si := topology.SiteInput{Reach: r.Health.Reach, Fresh: r.Fresh, MutationError: p.st.mutation[s.Name], SidecarSeen: p.st.sidecarSeen[s.Name]}
+		si := topology.SiteInput{Reach: r.Health.Reach, Fresh: r.Fresh, MutationError: p.st.mutation[s.Name], SidecarSeen: p.st.sidecarSeen[s.Name],
+			LastWritable: p.st.lastWritable[s.Name]}
 		if r.Err != nil {
 			si.PollError = r.Err.Error()
 			si.SidecarHealthy = p.st.sidecarHealthy[s.Name]

@@ -147,11 +147,9 @@ func (p *mpass) evictSessions(ctx context.Context, site string) error {
 // sidecar at once (protocol.Client.Announce), each under the statement
 // timeout. Best effort by design: a sidecar that cannot be reached is
 // covered by the self-fence deadline the promotion waits for.
-func (p *mpass) notifySidecars(ctx context.Context) error {
-	// Without a transition (a planned failover rolled back) the document
-	// tells the peers at once that the change is over, so they confirm the
-	// active site again; the active site's own sidecar refuses a pushed
-	// confirmation by design (409) and learns it from its next poll.
+// announcement is the ActiveSite document of the group's stored status, as
+// it is pushed to the sidecars.
+func (p *mpass) announcement() protocol.ActiveSite {
 	doc := protocol.ActiveSite{Namespace: p.g.Namespace, Group: p.g.Name, ActiveSite: p.g.Status.ActiveSite,
 		TopologyGeneration: p.g.Status.TopologyGeneration}
 	if t := p.g.Status.Transition; t != nil {
@@ -160,6 +158,15 @@ func (p *mpass) notifySidecars(ctx context.Context) error {
 			TopologyGeneration: t.TopologyGeneration, Step: string(t.Step), StartTime: t.StartTime.Time,
 		}
 	}
+	return doc
+}
+
+func (p *mpass) notifySidecars(ctx context.Context) error {
+	// Without a transition (a planned failover rolled back) the document
+	// tells the peers at once that the change is over, so they confirm the
+	// active site again; the active site's own sidecar refuses a pushed
+	// confirmation by design (409) and learns it from its next poll.
+	doc := p.announcement()
 	ctx, cancel := context.WithTimeout(ctx, p.m.opts.StatementTimeout)
 	defer cancel()
 	var wg sync.WaitGroup

@@ -430,6 +430,8 @@ func (a *NodeAgent) envValue(ctx context.Context, pod *corev1.Pod, e corev1.EnvV
 			return pod.Namespace, nil
 		case "metadata.name":
 			return pod.Name, nil
+		case "metadata.uid":
+			return string(pod.UID), nil
 		}
 		return "", fmt.Errorf("field %s is not supported by the playground", e.ValueFrom.FieldRef.FieldPath)
 	case e.ValueFrom.SecretKeyRef != nil:

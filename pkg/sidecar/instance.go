@@ -1,0 +1,166 @@
+package sidecar
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/shipstream/bloodraven/pkg/protocol"
+)
+
+// procIdentity names one process for as long as the kernel may reuse its
+// pid: the pid and its start time (proc(5), /proc/pid/stat field 22, in
+// clock ticks since boot), plus the container its cgroup names, if any.
+type procIdentity struct {
+	pid       int
+	startTime uint64
+	container string
+}
+
+// containerID is what Instance.ContainerID reports for the process.
+func (p procIdentity) containerID() string {
+	if p.container != "" {
+		return p.container
+	}
+	return fmt.Sprintf("process:%d:%d", p.pid, p.startTime)
+}
+
+// errNoProcess: the pid names no running process (none, or a zombie).
+var errNoProcess = errors.New("no such running process")
+
+// identify reads pid's identity from /proc. errNoProcess means the process
+// has ended (a zombie holds no sockets and writes nothing).
+func identify(pid int) (procIdentity, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if errors.Is(err, os.ErrNotExist) {
+		return procIdentity{}, errNoProcess
+	}
+	if err != nil {
+		return procIdentity{}, err
+	}
+	// The command name is in parentheses and may contain ") ": the fields
+	// after the last ')' are state (3), ppid (4), ... starttime (22).
+	i := strings.LastIndexByte(string(b), ')')
+	if i < 0 {
+		return procIdentity{}, fmt.Errorf("/proc/%d/stat: no command field", pid)
+	}
+	fields := strings.Fields(string(b[i+1:]))
+	if len(fields) < 20 {
+		return procIdentity{}, fmt.Errorf("/proc/%d/stat: %d fields after the command", pid, len(fields))
+	}
+	switch fields[0] {
+	case "Z", "X", "x":
+		return procIdentity{}, errNoProcess
+	}
+	start, err := strconv.ParseUint(fields[19], 10, 64)
+	if err != nil {
+		return procIdentity{}, fmt.Errorf("/proc/%d/stat: start time %q: %w", pid, fields[19], err)
+	}
+	return procIdentity{pid: pid, startTime: start, container: cgroupContainer(pid)}, nil
+}
+
+// containerInCgroup matches the 64-hex-digit container ID that container
+// runtimes put in a container's cgroup path (cri-containerd-<id>.scope,
+// crio-<id>.scope, docker-<id>.scope, or a bare /kubepods/.../<id>).
+var containerInCgroup = regexp.MustCompile(`(?:^|[/-])([0-9a-f]{64})(?:\.scope)?$`)
+
+// cgroupContainer is the container ID in pid's cgroup path; empty outside a
+// container (or without /proc/pid/cgroup).
+func cgroupContainer(pid int) string {
+	f, err := os.Open("/proc/" + strconv.Itoa(pid) + "/cgroup")
+	if err != nil {
+		return ""
+	}
+	defer func() { _ = f.Close() }()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		// hierarchy-ID:controllers:path
+		parts := strings.SplitN(sc.Text(), ":", 3)
+		if len(parts) != 3 {
+			continue
+		}
+		if m := containerInCgroup.FindStringSubmatch(parts[2]); m != nil {
+			return m[1]
+		}
+	}
+	return ""
+}
+
+// instanceSeen is the mysqld instance the sidecar last saw running.
+type instanceSeen struct {
+	proc       procIdentity
+	serverUUID string
+	// exited: the latest look found this process ended and the pid file
+	// naming no other running process.
+	exited bool
+	// err is why the latest look could not tell.
+	err string
+}
+
+// lookAtProcess updates what the sidecar knows of its mysqld's process:
+// the pid file names the current one; a recorded instance whose process
+// ended, with no other running in its place, has exited. serverUUID is
+// what mysqld answered in the same round (empty when it did not).
+func (s *Sidecar) lookAtProcess(serverUUID string) {
+	if s.proc == nil {
+		return
+	}
+	cur, curErr := s.currentProcess()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	inst := s.st.instance
+	switch {
+	case curErr == nil:
+		if inst == nil || inst.proc != cur {
+			inst = &instanceSeen{proc: cur}
+			s.st.instance = inst
+		}
+		inst.exited, inst.err = false, ""
+		if serverUUID != "" {
+			inst.serverUUID = serverUUID
+		}
+	case inst == nil:
+		// Nothing was ever seen running: there is no instance to vouch for.
+	case errors.Is(curErr, errNoProcess):
+		inst.exited, inst.err = !alive(inst.proc), ""
+	default:
+		inst.exited, inst.err = false, curErr.Error()
+	}
+}
+
+// currentProcess is the running process the pid file names. errNoProcess
+// when the file names a process that has ended, or is missing (mysqld
+// removes it at a clean shutdown); any other error means "cannot tell".
+func (s *Sidecar) currentProcess() (procIdentity, error) {
+	pid, err := s.proc.pid()
+	if errors.Is(err, os.ErrNotExist) {
+		return procIdentity{}, errNoProcess
+	}
+	if err != nil {
+		return procIdentity{}, err
+	}
+	return identify(pid)
+}
+
+// alive reports whether the recorded process still runs: same pid, same
+// start time (a reused pid is another process).
+func alive(p procIdentity) bool {
+	cur, err := identify(p.pid)
+	if errors.Is(err, errNoProcess) {
+		return false
+	}
+	return err != nil || cur.startTime == p.startTime
+}
+
+// instanceLocked is the protocol's view of the recorded instance.
+func (s *Sidecar) instanceLocked() (protocol.Instance, bool) {
+	inst := s.st.instance
+	if inst == nil {
+		return protocol.Instance{PodUID: s.cfg.PodUID}, false
+	}
+	return protocol.Instance{PodUID: s.cfg.PodUID, ContainerID: inst.proc.containerID(), ServerUUID: inst.serverUUID}, true
+}
