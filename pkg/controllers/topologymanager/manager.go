@@ -157,6 +157,14 @@ type groupState struct {
 	latest *v1alpha1.MysqlFailoverGroup
 }
 
+func newGroupState() *groupState {
+	s := &groupState{clients: map[string]*siteClient{}, clones: map[string]*topology.CloneState{}, mutation: map[string]string{}}
+	s.sidecarHealthy, s.pollFailed, s.sidecarSeen = map[string]bool{}, map[string]bool{}, map[string]bool{}
+	s.sidecarAnswered, s.sidecarExited, s.lastWritable = map[string]bool{}, map[string]bool{}, map[string]protocol.Instance{}
+	s.evidence = map[string]Sample{}
+	return s
+}
+
 type siteClient struct {
 	key    string // addr, user and password: a change reopens the pool
 	client *mysql.Client
@@ -204,10 +212,7 @@ func (m *Manager) state(key string) *groupState {
 	defer m.mu.Unlock()
 	s := m.groups[key]
 	if s == nil {
-		s = &groupState{clients: map[string]*siteClient{}, clones: map[string]*topology.CloneState{}, mutation: map[string]string{}}
-		s.sidecarHealthy, s.pollFailed, s.sidecarSeen = map[string]bool{}, map[string]bool{}, map[string]bool{}
-		s.sidecarAnswered, s.sidecarExited, s.lastWritable = map[string]bool{}, map[string]bool{}, map[string]protocol.Instance{}
-		s.evidence = map[string]Sample{}
+		s = newGroupState()
 		m.groups[key] = s
 	}
 	return s

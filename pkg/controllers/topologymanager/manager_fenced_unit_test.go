@@ -71,7 +71,7 @@ func TestReadOnlyWithoutSuperReadOnlyIsNotFenced(t *testing.T) {
 // the latest poll that reached the site at all; a poll that reaches
 // neither mysqld nor the sidecar (a full cut) keeps the last contact's word.
 func TestSidecarSeenIsTheLastContactsWord(t *testing.T) {
-	p := &mpass{m: &Manager{}, st: &groupState{sidecarHealthy: map[string]bool{}, pollFailed: map[string]bool{}, sidecarSeen: map[string]bool{}}}
+	p := &mpass{m: &Manager{}, st: newGroupState()}
 	steps := []struct {
 		name         string
 		answer       sidecarAnswer
