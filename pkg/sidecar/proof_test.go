@@ -1,0 +1,210 @@
+package sidecar_test
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/shipstream/bloodraven/pkg/apis/shipstream/v1alpha1"
+	"github.com/shipstream/bloodraven/pkg/logschema"
+	"github.com/shipstream/bloodraven/pkg/mysql"
+	"github.com/shipstream/bloodraven/pkg/protocol"
+	"github.com/shipstream/bloodraven/pkg/sidecar"
+	"github.com/shipstream/bloodraven/pkg/testbed/mysqlsim/simtest"
+)
+
+// The fence proof against a real mysqld process (a simulator child process
+// with its pid file, as in selffence_test.go). Each verdict is checked
+// against what the world holds: whether the child process really ended,
+// and what mysqld itself answers for super_read_only.
+
+const proofPod = "0f6a2b8e-5d43-4b57-9a57-1c1b8f0c1a01"
+
+// proofSidecar runs a sidecar for the child p, confirmed by an operator,
+// serving its endpoints; it returns the sidecar and its address.
+func proofSidecar(t *testing.T, p *simProcess, pidFile string) (*sidecar.Sidecar, string, *operator) {
+	t.Helper()
+	nw := newNetwork()
+	op := startOperator(t, nw, "iad", 3)
+	logs := logschema.NewRecorder(logschema.Sidecar)
+	t.Cleanup(func() { logs.Check(t) })
+	sc, err := sidecar.New(sidecar.Config{
+		Namespace: testNS, Group: testGroup, Site: "iad", PodUID: proofPod,
+		MySQL:          mysql.Options{Addr: p.addr, User: simtest.AdminUser, Password: simtest.AdminPass},
+		MySQLAdminAddr: p.adminAddr, MySQLPIDFile: pidFile,
+		OperatorEndpoint: op.addr, LeaseTimeout: lease, PeerCheckInterval: interval, Version: "test",
+		HTTPClient: nw.client("iad"), Logger: logs.Logger(nil),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	ran := make(chan struct{})
+	go func() { defer close(ran); sc.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-ran; sc.Close() })
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: sc.Handler(), ReadHeaderTimeout: 5 * time.Second}
+	served := make(chan struct{})
+	go func() { defer close(served); _ = srv.Serve(ln) }()
+	t.Cleanup(func() { srv.Close(); <-served })
+	return sc, ln.Addr().String(), op
+}
+
+// writablePrimary starts the child writable and waits until the sidecar
+// reports its instance complete.
+func writablePrimary(t *testing.T) (*simProcess, *sidecar.Sidecar, string, protocol.Instance, *operator) {
+	t.Helper()
+	p := startSimProcess(t)
+	admin := p.open(t, p.adminAddr, simtest.NativeUser, simtest.NativePass, "test-admin")
+	if _, err := admin.Exec("SET GLOBAL read_only = OFF"); err != nil {
+		t.Fatal(err)
+	}
+	sc, addr, op := proofSidecar(t, p, p.pidFile)
+	var inst protocol.Instance
+	waitFor(t, 10*time.Second, "the sidecar names the running instance", func() bool {
+		st := sc.Status()
+		if st.Process == nil || st.Process.Exited {
+			return false
+		}
+		inst = st.Process.Instance
+		return inst.Complete()
+	})
+	if inst.PodUID != proofPod || inst.ServerUUID != simtest.UUID(1) || !strings.HasPrefix(inst.ContainerID, "process:") {
+		t.Fatalf("instance %+v: want pod %s, server %s and the child's process identity", inst, proofPod, simtest.UUID(1))
+	}
+	return p, sc, addr, inst, op
+}
+
+// serveTransition makes the operator's /active-site announce transition id
+// away from iad, as it does before the operator asks for a proof (the
+// proof is only acted on once the intent is in the cache it answers from).
+func serveTransition(op *operator, id string) {
+	op.groups.update(func(st *v1alpha1.MysqlFailoverGroupStatus) {
+		st.Transition = &v1alpha1.Transition{ID: id, Kind: v1alpha1.TransitionAutomatic, SourceSite: "iad", TargetSite: "pdx",
+			TopologyGeneration: 4, Step: v1alpha1.StepAwaitingSelfFence}
+	})
+}
+
+func announcement(id, source string) protocol.FenceProofRequest {
+	return protocol.FenceProofRequest{Announcement: protocol.ActiveSite{Namespace: testNS, Group: testGroup, ActiveSite: source, TopologyGeneration: 3,
+		Transition: &protocol.TransitionNotice{ID: id, Kind: "Automatic", SourceSite: source, TargetSite: "pdx", TopologyGeneration: 4}}}
+}
+
+func askProof(t *testing.T, addr string, req protocol.FenceProofRequest) protocol.FenceProof {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	pr, err := (protocol.Client{}).FenceProof(ctx, addr, req)
+	if err != nil {
+		t.Fatalf("fence proof: %v", err)
+	}
+	return pr
+}
+
+func TestFenceProofOfACrashedMySQLD(t *testing.T) {
+	p, sc, addr, inst, _ := writablePrimary(t)
+	p.fault(t, "/crash") // the command SIGKILLs itself
+	select {
+	case <-p.exited:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the child did not exit after /crash")
+	}
+	// Asked at once, before any round of the loop: /status looks afresh.
+	if st := sc.Status(); st.Process == nil || !st.Process.Exited || st.Process.Instance != inst {
+		t.Fatalf("status process %+v: want the instance %+v exited", st.Process, inst)
+	}
+	pr := askProof(t, addr, announcement("t1", "iad"))
+	if pr.Verdict != protocol.ProofExited || pr.Instance != inst || pr.TransitionID != "t1" || pr.Site != "iad" {
+		t.Fatalf("proof %+v: want Exited for %+v", pr, inst)
+	}
+	if pr.AckAgeMillis < pr.ObservedAgeMillis {
+		t.Fatalf("proof %+v: observed before the transition was held", pr)
+	}
+	// The same transition asked again keeps its first acknowledgement.
+	time.Sleep(20 * time.Millisecond)
+	if again := askProof(t, addr, announcement("t1", "iad")); again.AckAgeMillis < pr.AckAgeMillis+20 {
+		t.Fatalf("ack age %d then %d: the acknowledgement moved", pr.AckAgeMillis, again.AckAgeMillis)
+	}
+}
+
+func TestFenceProofOfARunningMySQLD(t *testing.T) {
+	p, _, addr, inst, op := writablePrimary(t)
+	admin := p.open(t, p.adminAddr, simtest.NativeUser, simtest.NativePass, "test-admin")
+	serveTransition(op, "t1")
+	// The request itself is the announcement: the sidecar fences, and a
+	// later request finds mysqld answering super_read_only=ON.
+	first := askProof(t, addr, announcement("t1", "iad"))
+	if first.Verdict == protocol.ProofExited {
+		t.Fatalf("proof %+v: the process runs", first)
+	}
+	if first.Verdict == protocol.ProofNone && !strings.Contains(first.Reason, "super_read_only=OFF") {
+		t.Fatalf("proof %+v: want no proof because mysqld answers writable", first)
+	}
+	var pr protocol.FenceProof
+	waitFor(t, 10*time.Second, "a Fenced proof", func() bool {
+		pr = askProof(t, addr, announcement("t1", "iad"))
+		return pr.Verdict == protocol.ProofFenced
+	})
+	if on, err := superReadOnly(admin); err != nil || !on {
+		t.Fatalf("proof %+v, but mysqld answers super_read_only=%v (%v)", pr, on, err)
+	}
+	if !p.running() || pr.Instance != inst {
+		t.Fatalf("proof %+v for %+v: the same process, still running", pr, inst)
+	}
+	// Unfenced behind the transition's back (a deposed leader's late
+	// statement): the sidecar fences it again.
+	if _, err := admin.Exec("SET GLOBAL read_only = OFF"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "the sidecar fences the site again", func() bool {
+		on, err := superReadOnly(admin)
+		return err == nil && on
+	})
+}
+
+func TestFenceProofOfAFrozenMySQLD(t *testing.T) {
+	p, _, addr, inst, op := writablePrimary(t)
+	serveTransition(op, "t1")
+	p.fault(t, "/freeze")
+	// No answer from mysqld is no proof; the announcement starts the
+	// fencing sequence, which stops the process it cannot fence.
+	if pr := askProof(t, addr, announcement("t1", "iad")); pr.Verdict != protocol.ProofNone || !strings.Contains(pr.Reason, "did not answer") {
+		t.Fatalf("proof %+v: want none while mysqld does not answer", pr)
+	}
+	var pr protocol.FenceProof
+	waitFor(t, 15*time.Second, "an Exited proof", func() bool {
+		pr = askProof(t, addr, announcement("t1", "iad"))
+		return pr.Verdict == protocol.ProofExited
+	})
+	if p.running() || pr.Instance != inst {
+		t.Fatalf("proof %+v for %+v, child running %v", pr, inst, p.running())
+	}
+}
+
+func TestFenceProofRefusals(t *testing.T) {
+	t.Run("a transition away from another site", func(t *testing.T) {
+		_, _, addr, _, _ := writablePrimary(t)
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_, err := (protocol.Client{}).FenceProof(ctx, addr, announcement("t1", "pdx"))
+		var httpErr *protocol.Error
+		if !errors.As(err, &httpErr) || httpErr.StatusCode != http.StatusConflict {
+			t.Fatalf("err %v: want 409", err)
+		}
+	})
+	t.Run("a pid file that never named a running process", func(t *testing.T) {
+		p := startSimProcess(t)
+		_, addr, _ := proofSidecar(t, p, p.pidFile+".wrong")
+		pr := askProof(t, addr, announcement("t1", "iad"))
+		if pr.Verdict != protocol.ProofNone || !strings.Contains(pr.Reason, "no mysqld process has been seen") {
+			t.Fatalf("proof %+v", pr)
+		}
+	})
+}
