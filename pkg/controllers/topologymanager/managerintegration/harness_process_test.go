@@ -18,9 +18,10 @@ import (
 // simulated mysqld runs in the test process, so the stand-in's death is
 // what makes it crash: the moment the harness sees the stand-in end, it
 // crashes the simulator (every connection drops, nothing more commits).
-// The sidecar counts the stand-in's zombie as gone, so it may confirm its
-// fence a few microseconds before the simulator has crashed; no promotion
-// follows that fast (the operator waits its self-fence deadline).
+// The sidecar counts the stand-in's zombie as gone, so when it stops the
+// stand-in itself it may confirm its fence, and prove the exit, a few
+// microseconds before the simulator has crashed; a promotion on that proof
+// needs at least two status writes more, which take milliseconds.
 //
 // After a stop by the sidecar, the container runtime restarts mysqld
 // (kubeletRestart later): it starts read-only, as the rendered my.cnf
@@ -95,19 +96,22 @@ func (f *fabric) watchProcess(hs *harnessSite, p *framework.Process) {
 	f.restartMySQLD(hs)
 }
 
-// crash crashes site s's mysqld: its process ends (the pid file keeps the
-// dead process's id, as a crashed mysqld leaves it) and the simulator stops.
+// crash crashes site s's mysqld: the simulator stops (every connection
+// drops, nothing more commits), then its process ends (the pid file keeps
+// the dead process's id, as a crashed mysqld leaves it). In that order: a
+// sidecar that sees the process gone may prove it at once, and by then
+// nothing may commit any more, as with a real mysqld.
 func (f *fabric) crash(s string) {
 	hs := f.sites[s]
 	m := &hs.proc
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	hs.sim.Crash()
 	if m.proc != nil {
 		m.crashed = true
 		_ = m.proc.Stop(time.Second)
 		m.proc = nil
 	}
-	hs.sim.Crash()
 }
 
 // restartMySQLD starts a stopped mysqld again: not frozen, at MySQL's

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/uuid"
+
 	"github.com/shipstream/bloodraven/pkg/auxiliary"
 	"github.com/shipstream/bloodraven/pkg/controllers/topologymanager"
 	"github.com/shipstream/bloodraven/pkg/devsitemap"
@@ -80,6 +82,7 @@ func startAuxEndpoint(t testing.TB) *auxEndpoint {
 // proxy the operator reaches the sidecar through.
 type harnessSite struct {
 	name      string
+	podUID    string // the pod's metadata.uid its sidecar reports
 	sim       *mysqlsim.Server
 	sc        *sidecar.Sidecar
 	scAddr    string
@@ -164,7 +167,7 @@ func newFabric(t testing.TB, defs []siteDef, lease, interval time.Duration) *fab
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = p.Close() })
-		hs := &harnessSite{name: d.name, sim: sim, scAddr: ln.Addr().String(), opProxy: p}
+		hs := &harnessSite{name: d.name, podUID: string(uuid.NewUUID()), sim: sim, scAddr: ln.Addr().String(), opProxy: p}
 		f.sites[d.name], f.e.sites[d.name] = hs, sim
 		f.order = append(f.order, d.name)
 		f.net.Name(hs.scAddr, d.name)
@@ -227,7 +230,7 @@ func (f *fabric) runSidecar(hs *harnessSite) {
 		}
 	}
 	sc, err := sidecar.New(sidecar.Config{
-		Namespace: f.e.ns, Group: groupName, Site: hs.name,
+		Namespace: f.e.ns, Group: groupName, Site: hs.name, PodUID: hs.podUID,
 		MySQL:          mysql.Options{Addr: hs.sim.Addr(), User: simtest.AdminUser, Password: simtest.AdminPass},
 		MySQLAdminAddr: hs.sim.AdminAddr(), MySQLPIDFile: hs.proc.pidFile,
 		OperatorEndpoint: f.aux.addr, Peers: peers, LeaseTimeout: hs.lease, PeerCheckInterval: hs.interval,
