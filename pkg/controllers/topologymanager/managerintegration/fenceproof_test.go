@@ -168,11 +168,13 @@ func refusedProof(t *testing.T, answer func(real protocol.SiteStatus) protocol.F
 func TestAProofFromAReplacementPodIsRefused(t *testing.T) {
 	t.Parallel()
 	// A new pod of the site, whose mysqld cannot start while the old pod
-	// holds the volume: "nothing runs here" is true and proves nothing.
+	// holds the volume: whatever it says about the server it proves
+	// nothing about the old pod. Fenced, which does not name the
+	// container: only the pod tells the two apart.
 	refusedProof(t, func(real protocol.SiteStatus) protocol.FenceProof {
 		inst := real.Process.Instance
-		inst.PodUID, inst.ContainerID = "replacement-pod", "process:1:1"
-		return protocol.FenceProof{Verdict: protocol.ProofExited, Instance: inst}
+		inst.PodUID = "replacement-pod"
+		return protocol.FenceProof{Verdict: protocol.ProofFenced, Instance: inst}
 	})
 }
 
