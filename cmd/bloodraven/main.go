@@ -85,6 +85,7 @@ func registerModules(p *operator.Process) error {
 	if !p.Config.AutomaticFailover {
 		p.Log.Warn("automatic failover is off (--automatic-failover=false): an unreachable primary is reported, not replaced")
 	}
+	var topo *topologymanager.Controller // the sidecars' site events nudge it
 	controllers := []struct {
 		build   func() (operator.Controller, error)
 		workers int
@@ -98,7 +99,8 @@ func registerModules(p *operator.Process) error {
 			})
 		}, p.Config.Workers},
 		{func() (operator.Controller, error) {
-			return topologymanager.New(d, topologymanager.Options{
+			var err error
+			topo, err = topologymanager.New(d, topologymanager.Options{
 				Resolver:          p.Resolver,
 				StatementTimeout:  p.Config.LeaderElection.StatementTimeout(),
 				Metrics:           topologymanager.NewMetrics(p.Metrics.Registry),
@@ -106,6 +108,7 @@ func registerModules(p *operator.Process) error {
 				Leadership:        p.MayMutate,
 				RotationOverlap:   devRotationOverlap(os.Getenv),
 			})
+			return topo, err
 		}, p.Config.TopologyWorkers},
 		{func() (operator.Controller, error) {
 			return leaserevocation.New(d, leaserevocation.Options{Store: store})
@@ -142,7 +145,7 @@ func registerModules(p *operator.Process) error {
 		}
 		p.SetDeployAPI(h)
 	}
-	registerAuxiliary(p, groups)
+	registerAuxiliary(p, groups, topo.NudgeSite)
 	return nil
 }
 
@@ -158,8 +161,8 @@ func groupInformers(p *operator.Process) []shipv1alpha1.MysqlFailoverGroupInform
 
 // registerAuxiliary mounts the sidecar-facing endpoints on the :8082 mux,
 // answering from the group informers' caches.
-func registerAuxiliary(p *operator.Process, groups []shipv1alpha1.MysqlFailoverGroupInformer) {
-	aux := auxiliary.New(auxiliary.Options{Source: groupSource{p: p, groups: groups}, IsLeader: p.Leading, Logger: p.Log})
+func registerAuxiliary(p *operator.Process, groups []shipv1alpha1.MysqlFailoverGroupInformer, onSiteEvent func(namespace, group, site string)) {
+	aux := auxiliary.New(auxiliary.Options{Source: groupSource{p: p, groups: groups}, IsLeader: p.Leading, Logger: p.Log, OnSiteEvent: onSiteEvent})
 	for _, path := range auxiliary.Paths {
 		if path == protocol.PathOperatorHealthz {
 			continue // the process serves its own /healthz on this listener

@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"net/http"
 	"sort"
+	"strconv"
 	"sync"
 	"time"
 
@@ -76,6 +77,9 @@ type Options struct {
 	ResyncInterval time.Duration
 	// Clock is time.Now unless a test replaces it.
 	Clock func() time.Time
+	// OnSiteEvent receives a sidecar's PathSiteEvent for a known group on
+	// the leader; nil answers 404 (no route).
+	OnSiteEvent func(namespace, group, site string)
 }
 
 // Handler serves the auxiliary endpoints.
@@ -115,6 +119,9 @@ func New(opts Options) *Handler {
 	mux.HandleFunc("GET "+protocol.PathActiveSite, h.serveActiveSite)
 	mux.HandleFunc("GET "+protocol.PathWSStatus, h.serveWS)
 	mux.HandleFunc("GET "+protocol.PathPITRCutoff, h.servePITRCutoff)
+	if opts.OnSiteEvent != nil {
+		mux.HandleFunc("POST "+protocol.PathSiteEvent, h.serveSiteEvent)
+	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		protocol.WriteError(w, http.StatusNotFound, protocol.ErrorNotFound, "no route "+r.Method+" "+r.URL.Path)
 	})
@@ -124,7 +131,7 @@ func New(opts Options) *Handler {
 
 // Paths are the routes Handler serves, for mounting it on a shared mux.
 var Paths = []string{protocol.PathOperatorHealthz, protocol.PathOperatorStatus, protocol.PathActiveSite,
-	protocol.PathWSStatus, protocol.PathPITRCutoff}
+	protocol.PathWSStatus, protocol.PathPITRCutoff, protocol.PathSiteEvent}
 
 // ServeHTTP implements http.Handler.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.mux.ServeHTTP(w, r) }
@@ -201,6 +208,36 @@ func (h *Handler) groupFromQuery(w http.ResponseWriter, r *http.Request) (*v1alp
 		return nil, false
 	}
 	return g, true
+}
+
+// serveSiteEvent passes a sidecar's hint on to the topology manager when it
+// names a site of a group this leader knows. A forged one makes the
+// manager poll that site once more, which is all it can do.
+func (h *Handler) serveSiteEvent(w http.ResponseWriter, r *http.Request) {
+	g, ok := h.groupFromQuery(w, r)
+	if !ok {
+		return
+	}
+	var ev protocol.SiteEvent
+	if err := protocol.Decode(http.MaxBytesReader(w, r.Body, protocol.MaxBodyBytes), &ev); err != nil {
+		protocol.WriteError(w, http.StatusBadRequest, protocol.ErrorBadRequest, "body: "+err.Error())
+		return
+	}
+	if !hasSite(g, ev.Site) {
+		protocol.WriteError(w, http.StatusBadRequest, protocol.ErrorBadRequest, "site "+strconv.Quote(ev.Site)+" is not a site of failover group "+g.Namespace+"/"+g.Name)
+		return
+	}
+	h.opts.OnSiteEvent(g.Namespace, g.Name, ev.Site)
+	w.WriteHeader(http.StatusAccepted)
+}
+
+func hasSite(g *v1alpha1.MysqlFailoverGroup, site string) bool {
+	for _, s := range g.Spec.Sites {
+		if s.Name == site {
+			return true
+		}
+	}
+	return false
 }
 
 // serveActiveSite answers only on the leader: a non-leader's cache may lag

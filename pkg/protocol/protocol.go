@@ -63,7 +63,24 @@ const (
 	PathWSStatus = "/ws/status"
 	// PathPITRCutoff answers a PITRCutoff for one group (?namespace=&group=).
 	PathPITRCutoff = "/pitr-cutoff"
+	// PathSiteEvent accepts POST of a SiteEvent from a sidecar for one
+	// group (?namespace=&group=): a hint to poll the site now, nothing
+	// more. Only the leader takes it; others reply 503 with ErrorNotLeader.
+	PathSiteEvent = "/site-event"
 )
+
+// Kinds of SiteEvent.
+const (
+	// SiteEventMySQLExited: the sidecar saw its mysqld's process end.
+	SiteEventMySQLExited = "MySQLExited"
+)
+
+// SiteEvent is what a sidecar pushes on PathSiteEvent. The operator trusts
+// none of it: it only polls the site (and asks its sidecar) at once.
+type SiteEvent struct {
+	Site string `json:"site"`
+	Kind string `json:"kind"`
+}
 
 // Query parameters of the per-group operator endpoints.
 const (

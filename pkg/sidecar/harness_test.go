@@ -78,18 +78,27 @@ type operator struct {
 	addr   string
 	groups *groups
 	leader *atomic.Bool
+	// siteEvents receives the site of every POST /site-event.
+	siteEvents chan string
 }
 
 func startOperator(t testing.TB, net0 *network, active string, gen int64) *operator {
 	t.Helper()
 	g := &groups{g: &v1alpha1.MysqlFailoverGroup{ObjectMeta: metav1.ObjectMeta{Namespace: testNS, Name: testGroup}}}
 	g.g.Status.ActiveSite, g.g.Status.TopologyGeneration = active, gen
+	g.g.Spec.Sites = []v1alpha1.SiteSpec{{Name: "iad"}, {Name: "pdx"}, {Name: "sfo"}}
 	leader := &atomic.Bool{}
 	leader.Store(true)
-	h := auxiliary.New(auxiliary.Options{Source: g, IsLeader: leader.Load})
+	events := make(chan string, 16)
+	h := auxiliary.New(auxiliary.Options{Source: g, IsLeader: leader.Load, OnSiteEvent: func(_, _, site string) {
+		select {
+		case events <- site:
+		default:
+		}
+	}})
 	addr := serve(t, h)
 	net0.name(addr, "operator")
-	return &operator{addr: addr, groups: g, leader: leader}
+	return &operator{addr: addr, groups: g, leader: leader, siteEvents: events}
 }
 
 // serve runs h on a free loopback port until the test ends.

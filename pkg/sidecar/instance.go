@@ -2,12 +2,19 @@ package sidecar
 
 import (
 	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
+	"net/url"
 	"os"
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/shipstream/bloodraven/pkg/protocol"
 )
@@ -163,4 +170,77 @@ func (s *Sidecar) instanceLocked() (protocol.Instance, bool) {
 		return protocol.Instance{PodUID: s.cfg.PodUID}, false
 	}
 	return protocol.Instance{PodUID: s.cfg.PodUID, ContainerID: inst.proc.containerID(), ServerUUID: inst.serverUUID}, true
+}
+
+// ProcessCheckInterval is how often the sidecar looks at its mysqld's
+// process between rounds: a few reads of /proc, so that an exit reaches
+// the operator within this long (docs/topology.md, cadence).
+const ProcessCheckInterval = 100 * time.Millisecond
+
+// watchProcess looks at the process every ProcessCheckInterval and tells
+// the operator when the instance it last saw running has exited.
+func (s *Sidecar) watchProcess(ctx context.Context) {
+	t := time.NewTicker(ProcessCheckInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		s.mu.Lock()
+		before := s.st.instance != nil && s.st.instance.exited
+		s.mu.Unlock()
+		s.lookAtProcess("")
+		s.mu.Lock()
+		after := s.st.instance != nil && s.st.instance.exited
+		s.mu.Unlock()
+		if after && !before {
+			s.log.Warn("mysqld process exited")
+			s.pushSiteEvent(ctx, protocol.SiteEventMySQLExited)
+		}
+	}
+}
+
+// pushSiteEvent tells the operator's leader (asking again after a
+// not-leader answer, as pollOperator does) that something happened here;
+// best effort: the operator's own polls notice it anyway.
+func (s *Sidecar) pushSiteEvent(ctx context.Context, kind string) {
+	u := url.URL{Scheme: "http", Host: s.cfg.OperatorEndpoint, Path: protocol.PathSiteEvent,
+		RawQuery: url.Values{protocol.QueryNamespace: {s.cfg.Namespace}, protocol.QueryGroup: {s.cfg.Group}}.Encode()}
+	body, err := json.Marshal(protocol.SiteEvent{Site: s.cfg.Site, Kind: kind})
+	if err != nil {
+		return
+	}
+	for attempt := 0; attempt <= notLeaderRetries; attempt++ {
+		err = s.postJSON(ctx, u.String(), body)
+		if !protocol.IsNotLeader(err) {
+			break
+		}
+	}
+	if err != nil {
+		s.log.Info("site event not delivered", "kind", kind, "err", err)
+	}
+}
+
+func (s *Sidecar) postJSON(ctx context.Context, u string, body []byte) error {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := s.cfg.HTTPClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, protocol.MaxBodyBytes))
+		resp.Body.Close()
+	}()
+	if resp.StatusCode/100 == 2 {
+		return nil
+	}
+	return protocol.DecodeResponse(resp, nil)
 }

@@ -109,12 +109,21 @@ func askProof(t *testing.T, addr string, req protocol.FenceProofRequest) protoco
 }
 
 func TestFenceProofOfACrashedMySQLD(t *testing.T) {
-	p, sc, addr, inst, _ := writablePrimary(t)
+	p, sc, addr, inst, op := writablePrimary(t)
 	p.fault(t, "/crash") // the command SIGKILLs itself
 	select {
 	case <-p.exited:
 	case <-time.After(10 * time.Second):
 		t.Fatal("the child did not exit after /crash")
+	}
+	// The sidecar tells the operator by itself (POST /site-event).
+	select {
+	case site := <-op.siteEvents:
+		if site != "iad" {
+			t.Fatalf("site event for %q", site)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("no site event reached the operator after mysqld exited")
 	}
 	// Asked at once, before any round of the loop: /status looks afresh.
 	if st := sc.Status(); st.Process == nil || !st.Process.Exited || st.Process.Instance != inst {

@@ -130,6 +130,9 @@ func (s *Sidecar) Run(ctx context.Context) {
 	if s.tls != nil {
 		go s.watchTLS(ctx, s.cfg.PeerCheckInterval) // tls.go: ALTER INSTANCE RELOAD TLS on a renewed Secret
 	}
+	if s.proc != nil {
+		go s.watchProcess(ctx) // instance.go: an exit is pushed to the operator at once
+	}
 	for {
 		started := s.clock()
 		d := s.Round(ctx)

@@ -70,6 +70,15 @@ func New(d operator.Deps, opts Options) (*Controller, error) {
 	return c, nil
 }
 
+// NudgeSite polls a site of a group at the next pass, which it queues now:
+// a sidecar pushed that its mysqld exited (protocol.PathSiteEvent). The
+// poll, and the sidecar's answer to it, decide; the push itself counts
+// for nothing (docs/topology.md, cadence).
+func (c *Controller) NudgeSite(namespace, group, site string) {
+	c.manager.tracker.Invalidate(namespace+"/"+group, site)
+	c.Enqueue(cache.NewObjectName(namespace, group))
+}
+
 // watch wakes a group on its own changes (spec edits, annotations, the
 // other controllers' status writes). Pods are read for the sidecars' timers
 // and only need a synced cache.

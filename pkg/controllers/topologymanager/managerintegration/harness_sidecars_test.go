@@ -292,8 +292,9 @@ func (f *fabric) startOperator(tweak ...func(*topologymanager.Options)) {
 	op := f.e.startOperator(append([]func(*topologymanager.Options){withFailover}, tweak...)...)
 	groups := op.informers.Shipstream[f.e.ns].Shipstream().V1alpha1().MysqlFailoverGroups()
 	f.aux.current.Store(auxiliary.New(auxiliary.Options{
-		Source:   auxiliary.ListerSource{Lister: groups.Lister(), HasSynced: groups.Informer().HasSynced},
-		IsLeader: func() bool { return true }, // one operator process at a time here
+		Source:      auxiliary.ListerSource{Lister: groups.Lister(), HasSynced: groups.Informer().HasSynced},
+		IsLeader:    func() bool { return true }, // one operator process at a time here
+		OnSiteEvent: op.manager.NudgeSite,
 	}))
 	f.op = op
 	f.operatorDown.Store(false)

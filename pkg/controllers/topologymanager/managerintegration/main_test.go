@@ -126,6 +126,9 @@ type operatorRun struct {
 	// informers are the run's informer factories (the invariant harness
 	// serves the auxiliary endpoints from the same cache).
 	informers *operator.Informers
+	// manager is the run's topology controller (sidecars' site events
+	// nudge it).
+	manager *topologymanager.Controller
 }
 
 // startOperator runs one operator instance, the group objects controller
@@ -184,7 +187,7 @@ func startOperatorOn(envs []*env, objectWorkers, topologyWorkers int, tweak ...f
 		}
 		op.Stop()
 	})
-	return &operatorRun{stop: op.Stop, kill: op.Kill, metrics: reg, informers: op.Deps.Informers}
+	return &operatorRun{stop: op.Stop, kill: op.Kill, metrics: reg, informers: op.Deps.Informers, manager: manager}
 }
 
 // group is a minimal valid group over the env's sites, polled every 200ms.
