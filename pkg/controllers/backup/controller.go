@@ -253,16 +253,19 @@ func (c *Controller) input(ctx context.Context, b *v1alpha1.MysqlBackup, slot *g
 	case !apierrors.IsNotFound(err):
 		return in, err
 	}
-	if in.Claim, err = c.provisionedClaim(ctx, in); err != nil {
-		return in, err
-	}
 	if b.Status.JobName != "" {
 		j, err := c.job(ctx, b.Namespace, b.Status.JobName)
 		if err != nil {
 			return in, err
 		}
 		in.Job = j
-		return in, nil
+		if j == nil { // the Job is about to be created: its claim matters
+			in.Claim, err = c.provisionedClaim(ctx, in)
+		}
+		return in, err
+	}
+	if in.Claim, err = c.provisionedClaim(ctx, in); err != nil {
+		return in, err
 	}
 	in.Blocker, err = c.blocker(b, slot)
 	return in, err
