@@ -308,3 +308,79 @@ func TestPVCEncryptedBackupRoundTrips(t *testing.T) {
 		t.Errorf("the claim holds %q, the dump %q", onClaim, names)
 	}
 }
+
+// A PVC backup whose Job succeeded but whose pod reported something that is
+// not a result (here a log line) is never confirmed: StampInvalid, naming
+// what the message held.
+func TestPVCMessageThatIsNotAResultFails(t *testing.T) {
+	e := newStoppedEnvNoS3(t)
+	e.start()
+	e.pvc("orders-backups")
+	e.group([]v1alpha1.BackupProfile{claimProfile("local", "orders-backups")})
+	e.backup("b1", "local")
+	e.wait("b1", v1alpha1.PhaseRunning, "", v1alpha1.ReasonRunning, "")
+	e.finish(e.pod(e.job("b1")), 0, "stored 12 files, all good")
+	e.wait("b1", v1alpha1.PhaseFailed, "", backup.ReasonStampInvalid, `is not a backup result`)
+	if b := e.get("b1"); !strings.Contains(b.Status.Message, `"stored 12 files, all good"`) || b.Status.GTIDExecuted != "" {
+		t.Errorf("status %+v", b.Status)
+	}
+}
+
+// A PVC backup whose Job succeeded while no operator ran, and whose pods
+// were deleted before one came back, has nothing left to confirm it by:
+// ResultUnavailable, never Succeeded.
+func TestPVCPodsGoneIsResultUnavailable(t *testing.T) {
+	e := newStoppedEnvNoS3(t)
+	e.start()
+	k := e.kubelet()
+	e.pvc("orders-backups")
+	e.group([]v1alpha1.BackupProfile{claimProfile("local", "orders-backups")})
+	e.backup("b1", "local")
+	e.wait("b1", v1alpha1.PhaseRunning, "", v1alpha1.ReasonRunning, "")
+	e.stop()
+	j := e.job("b1")
+	if p := e.runPodOn(k, "b1"); p.Status.Phase != corev1.PodSucceeded {
+		t.Fatalf("the pod ended %s", p.Status.Phase)
+	}
+	ctx := context.Background()
+	deadline := time.Now().Add(30 * time.Second)
+	for !jobComplete(e, j.Name) {
+		if time.Now().After(deadline) {
+			t.Fatal("the Job controller did not complete the Job")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	sel := labels.SelectorFromSet(labels.Set{"batch.kubernetes.io/job-name": j.Name}).String()
+	if err := e.ke.Kube.CoreV1().Pods(e.ns).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: new(int64)}, metav1.ListOptions{LabelSelector: sel}); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		list, err := e.ke.Kube.CoreV1().Pods(e.ns).List(ctx, metav1.ListOptions{LabelSelector: sel})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(list.Items) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d pods of the Job are still there", len(list.Items))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	e.start()
+	e.wait("b1", v1alpha1.PhaseFailed, "", backup.ReasonResultUnavailable, "the Job's succeeded pod is gone")
+}
+
+func jobComplete(e *env, name string) bool {
+	e.t.Helper()
+	j, err := e.ke.Kube.BatchV1().Jobs(e.ns).Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	for _, c := range j.Status.Conditions {
+		if c.Type == "Complete" && c.Status == corev1.ConditionTrue {
+			return true
+		}
+	}
+	return false
+}
