@@ -116,8 +116,8 @@ func registerModules(p *operator.Process) error {
 	}
 	if img := p.Config.BackupUploadImage; img != "" {
 		// Stamps are read from S3 with the profile's credentials Secret;
-		// the operator mounts no claims, so PVC profiles are refused
-		// (StorageUnsupported) before a Job starts.
+		// the operator mounts no claims: a PVC profile's result comes from
+		// the Job's pod (its upload container's termination message).
 		controllers = append(controllers, struct {
 			build   func() (operator.Controller, error)
 			workers int

@@ -56,6 +56,11 @@ type Args struct {
 
 	PassphraseFile string // mounted key snapshot; empty = no encryption
 
+	// ResultFile, when set, is where the step writes its Result once the
+	// stamp is verified: the container's terminationMessagePath, which the
+	// kubelet hands to the operator as the container's termination message.
+	ResultFile string
+
 	BackupName, BackupUID string
 	GroupName, GroupUID   string
 	Attempt               int // this attempt's number: its own location under the backup
@@ -86,6 +91,7 @@ var stringFlags = []flagSpec{
 	{"pvc-claim", func(a *Args) *string { return &a.PVCClaim }},
 	{"pvc-mount-path", func(a *Args) *string { return &a.PVCMountPath }},
 	{"passphrase-file", func(a *Args) *string { return &a.PassphraseFile }},
+	{"result-file", func(a *Args) *string { return &a.ResultFile }},
 	{"backup-name", func(a *Args) *string { return &a.BackupName }},
 	{"backup-uid", func(a *Args) *string { return &a.BackupUID }},
 	{"group-name", func(a *Args) *string { return &a.GroupName }},
@@ -195,7 +201,12 @@ func (a Args) validateIdentity() error {
 		return fmt.Errorf("--attempt %d is negative", a.Attempt)
 	}
 	if a.PassphraseFile != "" {
-		return absolute("passphrase-file", a.PassphraseFile)
+		if err := absolute("passphrase-file", a.PassphraseFile); err != nil {
+			return err
+		}
+	}
+	if a.ResultFile != "" {
+		return absolute("result-file", a.ResultFile)
 	}
 	return nil
 }

@@ -20,7 +20,7 @@ func s3Args() Args {
 
 func pvcArgs() Args {
 	return Args{
-		StagingDir: "/staging", StoreType: StorePVC, PVCClaim: "orders-backups", PVCMountPath: "/backup",
+		StagingDir: "/staging", StoreType: StorePVC, PVCClaim: "orders-backups", PVCMountPath: "/backup", ResultFile: "/dev/termination-log",
 		BackupName: "b", BackupUID: "6f1d2c3b-4a59-4e68-9d7c-8b6a5f4e3d2c", GroupName: "g", GroupUID: "7a2b3c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d",
 	}
 }

@@ -16,7 +16,11 @@
 //   - the SHA-256 in the stamp is of the bytes handed to the store, counted
 //     while streaming; the stamp is written after every file, then read back
 //     and every file read again and checked against it, so a stamp that
-//     exists vouches for a complete, intact backup.
+//     exists vouches for a complete, intact backup;
+//   - with --result-file, the step then writes its Result (the stamp's
+//     coordinates and SHA-256) there, for an operator that cannot read the
+//     store (a claim): a backup whose result would not fit a termination
+//     message is refused before anything is stored.
 //
 // Nothing secret is ever in its arguments (Args holds file paths) or in its
 // output.
@@ -65,6 +69,11 @@ func run(ctx context.Context, a Args, stderr io.Writer, open func(Args) (objstor
 	if err != nil {
 		return err
 	}
+	if a.ResultFile != "" {
+		if err := checkResultFits(a, m.GTIDExecuted, store.Location(a.stampKey()), len(files)); err != nil {
+			return err
+		}
+	}
 	if err := store.Probe(ctx); err != nil {
 		return err // it names the store's location
 	}
@@ -79,12 +88,18 @@ func run(ctx context.Context, a Args, stderr io.Writer, open func(Args) (objstor
 		return err
 	}
 	st := newStamp(a, m, passphrase != nil, stored)
-	if err := writeStamp(ctx, store, a.stampKey(), st); err != nil {
+	stampBytes, err := writeStamp(ctx, store, a.stampKey(), st)
+	if err != nil {
 		return err
 	}
 	storing := time.Since(start)
 	if err := readBack(ctx, store, a.stampKey(), st); err != nil {
 		return err
+	}
+	if a.ResultFile != "" {
+		if err := writeResult(a.ResultFile, NewResult(st, stampBytes, store.Location(a.stampKey()))); err != nil {
+			return err
+		}
 	}
 	var total int64
 	for _, f := range stored {

@@ -32,15 +32,16 @@ func newStamp(a Args, m dump.Manifest, encrypted bool, stored []storedFile) stam
 
 // writeStamp creates the stamp, last: its presence is what says the attempt
 // is whole.
-func writeStamp(ctx context.Context, store objstore.Store, key string, s stamp.Stamp) error {
+// It returns the stamp's bytes as stored.
+func writeStamp(ctx context.Context, store objstore.Store, key string, s stamp.Stamp) ([]byte, error) {
 	data, err := stamp.Encode(s)
 	if err != nil {
-		return fmt.Errorf("encoding the backup stamp: %w", err)
+		return nil, fmt.Errorf("encoding the backup stamp: %w", err)
 	}
 	if _, err := store.Create(ctx, key, bytes.NewReader(data), int64(len(data))); err != nil {
-		return fmt.Errorf("storing the backup stamp as %s: %w", store.Location(key), err)
+		return nil, fmt.Errorf("storing the backup stamp as %s: %w", store.Location(key), err)
 	}
-	return nil
+	return data, nil
 }
 
 // readBack reads the stamp as the store now holds it, checks it is the one

@@ -20,7 +20,7 @@ import (
 // failure count the Job controller wrote on it (the number its upload step
 // got through AttemptEnv).
 func PodAttempt(p *corev1.Pod) (int, bool) {
-	n, err := strconv.Atoi(p.Annotations[batchv1.JobIndexFailureCountAnnotation])
+	n, err := strconv.Atoi(p.Annotations[attemptAnnotation])
 	if err != nil || n < 0 {
 		return 0, false
 	}
@@ -30,31 +30,38 @@ func PodAttempt(p *corev1.Pod) (int, bool) {
 // SucceededAttempt is the attempt of the Job's succeeded pod, if one of
 // pods is.
 func SucceededAttempt(pods []corev1.Pod) (int, bool) {
-	for i := range pods {
-		if pods[i].Status.Phase == corev1.PodSucceeded {
-			return PodAttempt(&pods[i])
-		}
+	if p := succeededPod(pods); p != nil {
+		return PodAttempt(p)
 	}
 	return 0, false
 }
 
-// readResult reads the stamp of the attempt that succeeded. The succeeded
-// pod names it; when its pods are gone, every attempt location the Job
-// could have used is read, and exactly one must hold a stamp.
-func (c *Controller) readResult(ctx context.Context, in Input, p *v1alpha1.BackupProfile) (Input, stamp.Stamp, error) {
+const attemptAnnotation = batchv1.JobIndexFailureCountAnnotation
+
+// readResult reads what the attempt that succeeded stored. On a claim, the
+// succeeded pod's reported result (PodResult). On S3, the stamp: the
+// succeeded pod names the attempt; when its pods are gone, every attempt
+// location the Job could have used is read, and exactly one must hold a
+// stamp.
+func (c *Controller) readResult(ctx context.Context, in Input, p *v1alpha1.BackupProfile) (Input, Confirmed, error) {
 	b := in.Backup
-	target := func(n int) Target {
-		return Target{Namespace: b.Namespace, Profile: p, Secret: in.Secret, StampKey: stampKey(b, n)}
-	}
 	pods, err := c.kube.CoreV1().Pods(b.Namespace).List(ctx, metav1.ListOptions{
 		LabelSelector: labels.SelectorFromSet(labels.Set{batchv1.JobNameLabel: in.Job.Name}).String()})
 	if err != nil {
-		return in, stamp.Stamp{}, err
+		return in, Confirmed{}, err
+	}
+	if p.Storage.Type == v1alpha1.BackupStoragePVC {
+		n, conf, err := PodResult(pods.Items)
+		in.Attempt = n
+		return in, conf, err
+	}
+	target := func(n int) Target {
+		return Target{Namespace: b.Namespace, Profile: p, Secret: in.Secret, StampKey: stampKey(b, n)}
 	}
 	if n, ok := SucceededAttempt(pods.Items); ok {
 		in.Attempt = n
 		s, err := c.opts.Results.ReadStamp(ctx, target(n))
-		return in, s, err
+		return in, FromStamp(s), err
 	}
 	n, s, err := onlyStampedAttempt(int(ptr.Deref(in.Job.Spec.BackoffLimitPerIndex, 0)), func(n int) (stamp.Stamp, error) {
 		return c.opts.Results.ReadStamp(ctx, target(n))
@@ -62,7 +69,7 @@ func (c *Controller) readResult(ctx context.Context, in Input, p *v1alpha1.Backu
 	if err == nil {
 		in.Attempt = n
 	}
-	return in, s, err
+	return in, FromStamp(s), err
 }
 
 // onlyStampedAttempt finds the attempt that succeeded when the Job's pods

@@ -86,14 +86,14 @@ func TestOutcomeOfARetry(t *testing.T) {
 	in.Attempt = 1
 	s := goodStamp()
 	s.Attempt = 1
-	v, retry := Outcome(in, s, nil)
+	v, retry := Outcome(in, FromStamp(s), nil)
 	want := "s3://b/prod/x/nightly-1-0a4c902a-c1b5-4714-a4d6-092fc1f2c71a/1"
 	if retry != nil || v.Status.Phase != v1alpha1.PhaseSucceeded || v.Status.ArtifactStorage.Location != want ||
 		v.Status.ArtifactStorage.Type != v1alpha1.BackupStorageS3 || !strings.Contains(ready(t, v.Status).Message, want) {
 		t.Fatalf("retry: %+v / %v", v.Status, retry)
 	}
 	s.Attempt = 0
-	v, _ = Outcome(in, s, nil)
+	v, _ = Outcome(in, FromStamp(s), nil)
 	if r := ready(t, v.Status); v.Status.Phase != v1alpha1.PhaseFailed || r.Reason != ReasonStampInvalid || !strings.Contains(r.Message, "is of attempt 0, not 1") {
 		t.Fatalf("attempt 0's stamp for attempt 1: %+v", r)
 	}

@@ -21,7 +21,6 @@ import (
 
 	"github.com/shipstream/bloodraven/generated/clientset/versioned"
 	"github.com/shipstream/bloodraven/pkg/apis/shipstream/v1alpha1"
-	"github.com/shipstream/bloodraven/pkg/backup/stamp"
 	"github.com/shipstream/bloodraven/pkg/controller"
 	"github.com/shipstream/bloodraven/pkg/operator"
 )
@@ -205,13 +204,13 @@ func (c *Controller) reconcile(ctx context.Context, key controller.Key) (control
 	}
 	v := Decide(in)
 	if v.Action == ReadResult {
-		var s stamp.Stamp
+		var conf Confirmed
 		var readErr error
 		if p := profileOf(in); p != nil {
-			in, s, readErr = c.readResult(ctx, in, p)
+			in, conf, readErr = c.readResult(ctx, in, p)
 		}
 		var retry error
-		if v, retry = Outcome(in, s, readErr); retry != nil {
+		if v, retry = Outcome(in, conf, readErr); retry != nil {
 			return controller.Result{}, fmt.Errorf("MysqlBackup %s/%s: the stamp of Job %s: %w", b.Namespace, b.Name, b.Status.JobName, retry)
 		}
 	}
@@ -247,9 +246,6 @@ func profileOf(in Input) *v1alpha1.BackupProfile {
 func (c *Controller) input(ctx context.Context, b *v1alpha1.MysqlBackup, slot *groupSlot) (Input, error) {
 	lister := c.informers.ShipstreamFor(b.Namespace).Shipstream().V1alpha1()
 	in := Input{Backup: b, Now: c.opts.Now(), Secret: c.secretGetter(b.Namespace), Cloning: map[string]bool{}}
-	if cr, ok := c.opts.Results.(ClaimReader); ok {
-		in.ClaimsReadable = cr.ReadsClaims()
-	}
 	g, err := lister.MysqlFailoverGroups().Lister().MysqlFailoverGroups(b.Namespace).Get(b.Spec.FailoverGroupRef.Name)
 	switch {
 	case err == nil:
@@ -263,7 +259,13 @@ func (c *Controller) input(ctx context.Context, b *v1alpha1.MysqlBackup, slot *g
 			return in, err
 		}
 		in.Job = j
-		return in, nil
+		if j == nil { // the Job is about to be created: its claim matters
+			in.Claim, err = c.provisionedClaim(ctx, in)
+		}
+		return in, err
+	}
+	if in.Claim, err = c.provisionedClaim(ctx, in); err != nil {
+		return in, err
 	}
 	in.Blocker, err = c.blocker(b, slot)
 	return in, err
@@ -369,6 +371,11 @@ func (c *Controller) createJob(ctx context.Context, b *v1alpha1.MysqlBackup, in 
 	}
 	claimed := b.DeepCopy()
 	claimed.Status = st
+	if provisioned(p) {
+		if err := c.ensureClaim(ctx, in.Group, p); err != nil {
+			return err
+		}
+	}
 	if st.Encryption != nil {
 		if err := c.keySnapshot(ctx, claimed, in, p); err != nil {
 			return err
@@ -416,3 +423,47 @@ func (c *Controller) keySnapshot(ctx context.Context, b *v1alpha1.MysqlBackup, i
 
 // annotationBackupUID on a key snapshot names the backup it decrypts.
 const annotationBackupUID = "bloodraven.shipstream.io/backup-uid"
+
+// provisionedClaim is the provisioned claim of the backup's profile, read
+// from the API server (not a cache: a claim the operator created a moment
+// ago must not look absent, nor a foreign one), or nil.
+func (c *Controller) provisionedClaim(ctx context.Context, in Input) (*corev1.PersistentVolumeClaim, error) {
+	p := profileOf(in)
+	if p == nil || !provisioned(p) {
+		return nil, nil
+	}
+	name := ProvisionedClaimName(in.Group.Name, p.Name)
+	pvc, err := c.kube.CoreV1().PersistentVolumeClaims(in.Group.Namespace).Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get PersistentVolumeClaim %s/%s: %w", in.Group.Namespace, name, err)
+	}
+	return pvc, nil
+}
+
+// ensureClaim creates the profile's provisioned claim if it is absent. One
+// that exists is left as it is; if it is not the group's, the Job is not
+// created, and the next look (Decide, claimProblem) fails the backup.
+func (c *Controller) ensureClaim(ctx context.Context, g *v1alpha1.MysqlFailoverGroup, p *v1alpha1.BackupProfile) error {
+	want, err := RenderClaim(g, p)
+	if err != nil {
+		return err
+	}
+	_, err = c.kube.CoreV1().PersistentVolumeClaims(g.Namespace).Create(ctx, want, metav1.CreateOptions{})
+	if err == nil {
+		return nil
+	}
+	if !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("create PersistentVolumeClaim %s/%s: %w", g.Namespace, want.Name, err)
+	}
+	cur, err := c.kube.CoreV1().PersistentVolumeClaims(g.Namespace).Get(ctx, want.Name, metav1.GetOptions{})
+	if err != nil {
+		return fmt.Errorf("get PersistentVolumeClaim %s/%s: %w", g.Namespace, want.Name, err)
+	}
+	if !ownedBy(cur, g) {
+		return fmt.Errorf("PersistentVolumeClaim %s/%s exists and is not MysqlFailoverGroup %s's; the Job is not created", g.Namespace, want.Name, g.Name)
+	}
+	return nil
+}

@@ -44,10 +44,13 @@ type Action int
 const (
 	// None: only the status (and Event).
 	None Action = iota
-	// CreateJob: make the key snapshot Secret (encrypted profiles) and the
-	// Job the stored claim names; an existing one is kept.
+	// CreateJob: make the provisioned claim (pvc.provisioned), the key
+	// snapshot Secret (encrypted profiles) and the Job the stored claim
+	// names; an existing one is kept.
 	CreateJob
-	// ReadResult: the Job succeeded; read the stamp and decide with Outcome.
+	// ReadResult: the Job succeeded; read its result (the stamp on S3, the
+	// succeeded pod's termination message on a claim) and decide with
+	// Outcome.
 	ReadResult
 )
 
@@ -69,9 +72,10 @@ type Input struct {
 	Cloning map[string]bool
 	Secret  SecretGetter
 	Now     time.Time
-	// ClaimsReadable: the controller can read a claim's stamp (Results
-	// reaches claims), so PVC profiles can be confirmed.
-	ClaimsReadable bool
+	// Claim is the provisioned claim of the backup's profile as the API
+	// server holds it; nil when there is none (or the profile names its
+	// claim with claimName).
+	Claim *corev1.PersistentVolumeClaim
 	// Attempt is the pod attempt whose stamp Outcome judges: the
 	// job-index-failure-count of the Job's succeeded pod (each retried pod
 	// stores in its own location).
@@ -114,12 +118,8 @@ func decideUnclaimed(in Input) Verdict {
 			b.Spec.ProfileName, ref, profileNames(g))
 		return wait(in, WaitingForProfile, msg, &Event{corev1.EventTypeWarning, v1alpha1.EventBackupDeferredProfileNotFound, msg})
 	}
-	if p.Storage.Type == v1alpha1.BackupStoragePVC && (p.Storage.PVC == nil || p.Storage.PVC.ClaimName == "") {
-		return fail(in, ReasonStorageUnsupported, fmt.Sprintf("profile %s stores on a provisioned claim, which this operator cannot back up to yet; use storage.pvc.claimName or S3", p.Name))
-	}
-	if p.Storage.Type == v1alpha1.BackupStoragePVC && !in.ClaimsReadable {
-		return fail(in, ReasonStorageUnsupported, fmt.Sprintf("profile %s stores on claim %s, which the operator cannot read to confirm the backup against its stamp; nothing was started",
-			p.Name, p.Storage.PVC.ClaimName))
+	if msg := claimProblem(in, p); msg != "" {
+		return fail(in, ReasonClaimNotOwned, msg)
 	}
 	if msg := secretProblem(in.Secret, g, p); msg != "" {
 		return fail(in, ReasonSecretInvalid, msg+"; nothing was started")
@@ -161,6 +161,9 @@ func decideClaimed(in Input) Verdict {
 			if in.Group == nil || findProfile(in.Group, b.Spec.ProfileName) == nil {
 				return fail(in, v1alpha1.ReasonGroupNotFound, fmt.Sprintf("MysqlFailoverGroup %s or its profile %s went away before Job %s was created; nothing was started",
 					b.Spec.FailoverGroupRef.Name, b.Spec.ProfileName, b.Status.JobName))
+			}
+			if msg := claimProblem(in, findProfile(in.Group, b.Spec.ProfileName)); msg != "" {
+				return fail(in, ReasonClaimNotOwned, msg)
 			}
 			if in.Now.Sub(b.CreationTimestamp.Time) >= PendingTimeout {
 				return fail(in, v1alpha1.ReasonPendingTimedOut, fmt.Sprintf("Job %s could not be created within %s (the operator's log has each refusal)", b.Status.JobName, PendingTimeout))
@@ -342,8 +345,8 @@ func Location(p *v1alpha1.BackupProfile, b *v1alpha1.MysqlBackup, attempt int) s
 	case p.Storage.Type == v1alpha1.BackupStorageS3 && p.Storage.S3 != nil:
 		prefix := strings.Trim(p.Storage.S3.Prefix, "/")
 		return "s3://" + p.Storage.S3.Bucket + "/" + prefix + "/" + dir
-	case p.Storage.PVC != nil:
-		return "pvc://" + p.Storage.PVC.ClaimName + "/" + dir
+	case ClaimName(p, b.Spec.FailoverGroupRef.Name) != "":
+		return "pvc://" + ClaimName(p, b.Spec.FailoverGroupRef.Name) + "/" + dir
 	}
 	return ""
 }

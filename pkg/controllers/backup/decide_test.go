@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/shipstream/bloodraven/pkg/apis/shipstream/v1alpha1"
 	"github.com/shipstream/bloodraven/pkg/backup/stamp"
@@ -188,8 +189,16 @@ func TestSecretsAndStorageFailAtOnce(t *testing.T) {
 				return d, true
 			}
 		}},
-		{"provisioned claim", ReasonStorageUnsupported, "provisioned claim", func(in *Input) {
-			in.Group.Spec.Backup.Profiles[0].Storage = v1alpha1.BackupStorage{Type: v1alpha1.BackupStoragePVC, PVC: &v1alpha1.PVCStorage{Provisioned: &v1alpha1.ProvisionedClaim{StorageClassName: "x", Size: "1Gi"}}}
+		{"provisioned claim not the group's", ReasonClaimNotOwned, "PersistentVolumeClaim orders-backup-nightly (the provisioned claim of profile nightly) already exists with no controller, not MysqlFailoverGroup orders", func(in *Input) {
+			provisionedProfile(in)
+			in.Claim = &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "orders-backup-nightly", Namespace: "ns"}}
+		}},
+		{"provisioned claim of another group of that name", ReasonClaimNotOwned, "with controller MysqlFailoverGroup orders, not", func(in *Input) {
+			provisionedProfile(in)
+			other := testGroup()
+			other.UID = "0b9a8c7d-6e5f-4a3b-8c2d-1e0f9a8b7c6d" // the group's deleted predecessor
+			in.Claim = &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "orders-backup-nightly", Namespace: "ns",
+				OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(other, v1alpha1.SchemeGroupVersion.WithKind("MysqlFailoverGroup"))}}}
 		}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -286,7 +295,7 @@ func TestOutcome(t *testing.T) {
 	job := ownJob(complete)
 	job.Status.CompletionTime = &done
 
-	v, retry := Outcome(claimed(v1alpha1.PhaseRunning, job), goodStamp(), nil)
+	v, retry := Outcome(claimed(v1alpha1.PhaseRunning, job), FromStamp(goodStamp()), nil)
 	st := v.Status
 	if retry != nil || st.Phase != v1alpha1.PhaseSucceeded || ready(t, st).Status != metav1.ConditionTrue || st.SizeBytes != 42 ||
 		st.GTIDExecuted != goodStamp().GTIDExecuted || *st.BinlogPosition != (v1alpha1.BinlogPosition{File: "binlog.000002", Position: 157}) ||
@@ -306,7 +315,7 @@ func TestOutcome(t *testing.T) {
 	} {
 		s := goodStamp()
 		c.mutate(&s)
-		v, retry := Outcome(claimed(v1alpha1.PhaseRunning, job), s, nil)
+		v, retry := Outcome(claimed(v1alpha1.PhaseRunning, job), FromStamp(s), nil)
 		if r := ready(t, v.Status); retry != nil || v.Status.Phase != v1alpha1.PhaseFailed || r.Reason != ReasonStampInvalid || !strings.Contains(r.Message, c.msg) {
 			t.Errorf("%s: %+v", c.name, r)
 		}
@@ -316,26 +325,26 @@ func TestOutcome(t *testing.T) {
 	// missing or invalid stamp fails at once.
 	in := claimed(v1alpha1.PhaseRunning, job)
 	in.Now = done.Add(StampGrace - time.Second)
-	if _, retry := Outcome(in, stamp.Stamp{}, errors.New("connection refused")); retry == nil {
+	if _, retry := Outcome(in, Confirmed{}, errors.New("connection refused")); retry == nil {
 		t.Error("a store error within the grace was not retried")
 	}
 	in.Now = done.Add(StampGrace)
-	if v, retry := Outcome(in, stamp.Stamp{}, errors.New("connection refused")); retry != nil || ready(t, v.Status).Reason != ReasonStampInvalid {
+	if v, retry := Outcome(in, Confirmed{}, errors.New("connection refused")); retry != nil || ready(t, v.Status).Reason != ReasonStampInvalid {
 		t.Errorf("after the grace: %+v, %v", v.Status, retry)
 	}
 	in.Now = done.Add(time.Second)
-	if v, retry := Outcome(in, stamp.Stamp{}, ErrStampInvalid); retry != nil || ready(t, v.Status).Reason != ReasonStampInvalid {
+	if v, retry := Outcome(in, Confirmed{}, ErrStampInvalid); retry != nil || ready(t, v.Status).Reason != ReasonStampInvalid {
 		t.Errorf("invalid stamp: %+v, %v", v.Status, retry)
 	}
 	// The group gone, or its profile moved elsewhere: not confirmed.
 	in = claimed(v1alpha1.PhaseRunning, job)
 	in.Group = nil
-	if v, _ := Outcome(in, goodStamp(), nil); ready(t, v.Status).Reason != v1alpha1.ReasonGroupNotFound {
+	if v, _ := Outcome(in, FromStamp(goodStamp()), nil); ready(t, v.Status).Reason != v1alpha1.ReasonGroupNotFound {
 		t.Errorf("group gone: %+v", v.Status)
 	}
 	in = claimed(v1alpha1.PhaseRunning, job)
 	in.Group.Spec.Backup.Profiles[0].Storage.S3.Bucket = "elsewhere"
-	if v, _ := Outcome(in, goodStamp(), nil); !strings.Contains(ready(t, v.Status).Message, "now stores at s3://elsewhere/") {
+	if v, _ := Outcome(in, FromStamp(goodStamp()), nil); !strings.Contains(ready(t, v.Status).Message, "now stores at s3://elsewhere/") {
 		t.Errorf("storage moved: %+v", v.Status)
 	}
 }
@@ -390,43 +399,108 @@ func TestSecurityContextOverrideMerges(t *testing.T) {
 	}
 }
 
+func claimProfile(in *Input) {
+	in.Group.Spec.Backup.Profiles[0].Storage = v1alpha1.BackupStorage{Type: v1alpha1.BackupStoragePVC, PVC: &v1alpha1.PVCStorage{ClaimName: "backups"}}
+}
+
+func provisionedProfile(in *Input) {
+	in.Group.Spec.Backup.Profiles[0].Storage = v1alpha1.BackupStorage{Type: v1alpha1.BackupStoragePVC,
+		PVC: &v1alpha1.PVCStorage{Provisioned: &v1alpha1.ProvisionedClaim{StorageClassName: "standard", Size: "20Gi"}}}
+}
+
+// TestPVCProfiles: a claimName profile and a provisioned one are started
+// (no longer refused), at the claim's location; the Job mounts that claim
+// at the upload step's mount path and has the step report its result
+// through the container's termination message.
 func TestPVCProfiles(t *testing.T) {
-	pvc := func(in *Input) {
-		in.Group.Spec.Backup.Profiles[0].Storage = v1alpha1.BackupStorage{Type: v1alpha1.BackupStoragePVC, PVC: &v1alpha1.PVCStorage{ClaimName: "backups"}}
+	for _, c := range []struct {
+		name    string
+		profile func(*Input)
+		claim   string
+	}{{"claimName", claimProfile, "backups"}, {"provisioned", provisionedProfile, "orders-backup-nightly"}} {
+		t.Run(c.name, func(t *testing.T) {
+			v := Decide(input(c.profile))
+			if v.Action != CreateJob || v.Status.ArtifactStorage.Location != "pvc://"+c.claim+"/nightly-1-0a4c902a-c1b5-4714-a4d6-092fc1f2c71a/0" || v.Status.ArtifactStorage.Type != v1alpha1.BackupStoragePVC {
+				t.Fatalf("PVC profile: %+v", v.Status)
+			}
+			b := testBackup()
+			b.Status = v.Status
+			g := testGroup()
+			c.profile(&Input{Group: g})
+			j, err := RenderJob(JobInput{Backup: b, Group: g, Profile: &g.Spec.Backup.Profiles[0], Image: "bloodraven:test"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			up := j.Spec.Template.Spec.Containers[0]
+			a, err := upload.Parse(expandAttempt(up.Args, "0"))
+			if err != nil || a.StoreType != "PVC" || a.PVCClaim != c.claim || a.PVCMountPath != StoreMountPath || a.S3Bucket != "" || a.ResultFile != up.TerminationMessagePath {
+				t.Fatalf("upload args %+v, %v", a, err)
+			}
+			if up.TerminationMessagePath != "/dev/termination-log" || up.TerminationMessagePolicy != corev1.TerminationMessageFallbackToLogsOnError {
+				t.Errorf("termination message %s (%s)", up.TerminationMessagePath, up.TerminationMessagePolicy)
+			}
+			mounted := false
+			for _, m := range up.VolumeMounts {
+				mounted = mounted || (m.MountPath == StoreMountPath && m.Name == "store")
+			}
+			var claim string
+			for _, v := range j.Spec.Template.Spec.Volumes {
+				if v.Name == "store" && v.PersistentVolumeClaim != nil {
+					claim = v.PersistentVolumeClaim.ClaimName
+				}
+			}
+			if !mounted || claim != c.claim {
+				t.Fatalf("the upload container mounts the claim %q at %s: %v", claim, StoreMountPath, mounted)
+			}
+		})
 	}
-	v := Decide(input(pvc))
-	if r := ready(t, v.Status); v.Status.Phase != v1alpha1.PhaseFailed || r.Reason != ReasonStorageUnsupported || !strings.Contains(r.Message, "cannot read to confirm") {
-		t.Fatalf("PVC without a claim reader: %+v", r)
-	}
-	v = Decide(input(pvc, func(in *Input) { in.ClaimsReadable = true }))
-	if v.Action != CreateJob || v.Status.ArtifactStorage.Location != "pvc://backups/nightly-1-0a4c902a-c1b5-4714-a4d6-092fc1f2c71a/0" || v.Status.ArtifactStorage.Type != v1alpha1.BackupStoragePVC {
-		t.Fatalf("PVC claim: %+v", v.Status)
-	}
-	b := testBackup()
-	b.Status = v.Status
+	// An S3 profile's step reports nothing: the operator reads the stamp.
 	g := testGroup()
-	pvc(&Input{Group: g})
+	g.Spec.Backup.Profiles[0].Storage.S3.Prefix = "prod/x"
+	b := testBackup()
+	b.Status = Decide(input()).Status
 	j, err := RenderJob(JobInput{Backup: b, Group: g, Profile: &g.Spec.Backup.Profiles[0], Image: "bloodraven:test"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	up := j.Spec.Template.Spec.Containers[0]
-	a, err := upload.Parse(expandAttempt(up.Args, "0"))
-	if err != nil || a.StoreType != "PVC" || a.PVCClaim != "backups" || a.PVCMountPath != StoreMountPath || a.S3Bucket != "" {
-		t.Fatalf("upload args %+v, %v", a, err)
+	if a, err := upload.Parse(expandAttempt(j.Spec.Template.Spec.Containers[0].Args, "0")); err != nil || a.ResultFile != "" {
+		t.Errorf("S3 upload args %+v, %v", a, err)
 	}
-	mounted := false
-	for _, m := range up.VolumeMounts {
-		mounted = mounted || (m.MountPath == StoreMountPath && m.Name == "store")
+}
+
+// TestProvisionedClaim: the claim is <group>-backup-<profile>, of the
+// profile's class and size, controlled by the group (deleted with it),
+// labelled; the group's own claim is used, and one that is not stops a
+// claimed backup before its Job.
+func TestProvisionedClaim(t *testing.T) {
+	in := input(provisionedProfile)
+	p := &in.Group.Spec.Backup.Profiles[0]
+	pvc, err := RenderClaim(in.Group, p)
+	if err != nil {
+		t.Fatal(err)
 	}
-	var claim string
-	for _, v := range j.Spec.Template.Spec.Volumes {
-		if v.Name == "store" && v.PersistentVolumeClaim != nil {
-			claim = v.PersistentVolumeClaim.ClaimName
-		}
+	ref := metav1.GetControllerOf(pvc)
+	if pvc.Name != "orders-backup-nightly" || pvc.Namespace != "ns" || *pvc.Spec.StorageClassName != "standard" ||
+		pvc.Spec.Resources.Requests.Storage().String() != "20Gi" || len(pvc.Spec.AccessModes) != 1 || pvc.Spec.AccessModes[0] != corev1.ReadWriteOnce ||
+		ref == nil || ref.UID != in.Group.UID || ref.Kind != "MysqlFailoverGroup" || ref.Name != "orders" ||
+		pvc.Labels[LabelGroup] != "orders" || pvc.Labels[LabelProfile] != "nightly" {
+		t.Fatalf("claim %+v", pvc)
 	}
-	if !mounted || claim != "backups" {
-		t.Fatalf("the upload container mounts the claim %q at %s: %v", claim, StoreMountPath, mounted)
+	// The longest names admission allows still make a valid claim name and
+	// label values.
+	long := ProvisionedClaimName(strings.Repeat("g", 63), strings.Repeat("p", 63))
+	if len(long) > 253 || len(validation.IsDNS1123Subdomain(long)) > 0 {
+		t.Errorf("claim name %q (%d characters)", long, len(long))
+	}
+	in.Claim = pvc
+	if v := Decide(in); v.Action != CreateJob {
+		t.Fatalf("with the group's own claim: %+v", v.Status)
+	}
+	cl := claimed(v1alpha1.PhasePending, nil)
+	provisionedProfile(&cl)
+	cl.Claim = &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "orders-backup-nightly"}}
+	if v := Decide(cl); v.Action != None || v.Status.Phase != v1alpha1.PhaseFailed || ready(t, v.Status).Reason != ReasonClaimNotOwned {
+		t.Fatalf("claimed, and a foreign claim appeared before the Job: %+v", v)
 	}
 }
 

@@ -36,16 +36,19 @@ const (
 // Where the pod mounts what it needs. Secrets are files, never arguments or
 // environment values.
 const (
-	StagingDir       = "/staging"
-	DumpDir          = StagingDir + "/dump"
-	tmpDir           = "/tmp"
-	secretsRoot      = "/var/run/secrets/bloodraven"
-	MySQLSecretDir   = secretsRoot + "/mysql"
-	TLSDir           = secretsRoot + "/tls"
-	S3SecretDir      = secretsRoot + "/s3"
-	PassphraseDir    = secretsRoot + "/passphrase"
-	PassphraseKey    = "passphrase"
-	StoreMountPath   = "/backup-store"
+	StagingDir     = "/staging"
+	DumpDir        = StagingDir + "/dump"
+	tmpDir         = "/tmp"
+	secretsRoot    = "/var/run/secrets/bloodraven"
+	MySQLSecretDir = secretsRoot + "/mysql"
+	TLSDir         = secretsRoot + "/tls"
+	S3SecretDir    = secretsRoot + "/s3"
+	PassphraseDir  = secretsRoot + "/passphrase"
+	PassphraseKey  = "passphrase"
+	StoreMountPath = "/backup-store"
+	// ResultPath is the upload container's terminationMessagePath (the
+	// kubelet's default), where a PVC profile's step writes its result.
+	ResultPath       = corev1.TerminationMessagePathDefault
 	dumpScriptHelper = "mysqlsh"
 )
 
@@ -195,6 +198,10 @@ func RenderJob(in JobInput) (*batchv1.Job, error) {
 			FieldPath: "metadata.annotations['" + batchv1.JobIndexFailureCountAnnotation + "']"}}}},
 		SecurityContext: containerSC.DeepCopy(),
 		VolumeMounts:    []corev1.VolumeMount{{Name: "staging", MountPath: StagingDir, ReadOnly: true}, {Name: "tmp", MountPath: tmpDir}},
+		// A PVC profile's step writes its result here (--result-file); a
+		// failed step's message is its log's tail, which says why.
+		TerminationMessagePath:   ResultPath,
+		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
 	}
 	vols := []corev1.Volume{
 		{Name: "staging", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: spec.StagingVolumeSizeLimit}}},
@@ -211,7 +218,7 @@ func RenderJob(in JobInput) (*batchv1.Job, error) {
 		up.VolumeMounts = append(up.VolumeMounts, corev1.VolumeMount{Name: "s3-credentials", MountPath: S3SecretDir, ReadOnly: true})
 	default:
 		vols = append(vols, corev1.Volume{Name: "store", VolumeSource: corev1.VolumeSource{
-			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: p.Storage.PVC.ClaimName}}})
+			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: ClaimName(p, g.Name)}}})
 		up.VolumeMounts = append(up.VolumeMounts, corev1.VolumeMount{Name: "store", MountPath: StoreMountPath})
 	}
 	if b.Status.Encryption != nil {
@@ -317,8 +324,10 @@ func uploadArgs(in JobInput) (upload.Args, error) {
 		if s3.ForcePathStyle {
 			a.S3BucketLookup = upload.S3BucketLookupPath
 		}
-	case p.Storage.PVC != nil && p.Storage.PVC.ClaimName != "":
-		a.PVCClaim, a.PVCMountPath = p.Storage.PVC.ClaimName, StoreMountPath
+	case ClaimName(p, g.Name) != "":
+		// The operator cannot mount the claim to read the stamp: the step
+		// reports it through the termination message (result.go).
+		a.PVCClaim, a.PVCMountPath, a.ResultFile = ClaimName(p, g.Name), StoreMountPath, ResultPath
 	default:
 		return a, fmt.Errorf("profile %s: storage of type %s has no usable location", p.Name, p.Storage.Type)
 	}

@@ -27,11 +27,18 @@ const (
 	// account, the S3 credentials, the passphrase) or one of its keys is
 	// missing or empty. Nothing was started.
 	ReasonSecretInvalid = "SecretInvalid"
-	// ReasonStorageUnsupported: the profile's storage is of a kind this
-	// build cannot back up to (a provisioned claim).
-	ReasonStorageUnsupported = "StorageUnsupported"
+	// ReasonClaimNotOwned: the claim a profile's pvc.provisioned names
+	// exists and is not the group's: the operator never adopts or writes
+	// onto someone else's claim. Nothing was started.
+	ReasonClaimNotOwned = "ClaimNotOwned"
 	// ReasonStampInvalid: the Job succeeded but the stamp it should have
-	// written could not be read, or does not name this backup, its group
-	// and its attempt.
+	// written (on a claim: the result its succeeded pod reported) could
+	// not be read, is not valid, or does not name this backup, its group,
+	// its attempt and its encryption.
 	ReasonStampInvalid = "StampInvalid"
+	// ReasonResultUnavailable: the Job of a PVC profile succeeded, but the
+	// result its succeeded pod reported is gone (the pod was deleted, or
+	// its upload container has no termination message), so the backup
+	// cannot be confirmed; the stamp on the claim may well be whole.
+	ReasonResultUnavailable = "ResultUnavailable"
 )

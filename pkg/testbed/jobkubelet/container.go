@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -22,6 +23,10 @@ import (
 // bytes).
 const maxMessage = 2048
 
+// maxMessageFile is how much of the termination-message file the kubelet
+// reads into the container's status; the rest is dropped.
+const maxMessageFile = 4096
+
 // runContainer runs c to its end and returns its terminated status.
 func (k *Kubelet) runContainer(ctx context.Context, p *corev1.Pod, c corev1.Container, vols map[string]string, dir, logDir string) corev1.ContainerStatus {
 	start := metav1.Now()
@@ -31,6 +36,14 @@ func (k *Kubelet) runContainer(ctx context.Context, p *corev1.Pod, c corev1.Cont
 		return s
 	}
 	mounts, err := mountMap(c, vols)
+	if err != nil {
+		return fail(128, err)
+	}
+	msgFile, err := messageFile(c, dir, mounts)
+	if err != nil {
+		return fail(128, err)
+	}
+	binds, err := k.claimMounts(p, c, vols)
 	if err != nil {
 		return fail(128, err)
 	}
@@ -49,7 +62,7 @@ func (k *Kubelet) runContainer(ctx context.Context, p *corev1.Pod, c corev1.Cont
 	for i := 1; i < len(argv); i++ {
 		argv[i] = rewritePaths(argv[i], mounts)
 	}
-	argv = k.network(argv)
+	argv = withBindMounts(k.network(argv), binds)
 	binDir, err := k.pathDir(dir, c.Name)
 	if err != nil {
 		return fail(128, err)
@@ -59,11 +72,63 @@ func (k *Kubelet) runContainer(ctx context.Context, p *corev1.Pod, c corev1.Cont
 	if err != nil {
 		return fail(128, err)
 	}
-	msg := ""
-	if code != 0 && c.TerminationMessagePolicy == corev1.TerminationMessageFallbackToLogsOnError {
-		msg = tail(logPath, maxMessage)
+	return terminated(c, string(p.UID), code, terminationMessage(c, code, msgFile, logPath), start, metav1.Now())
+}
+
+// messageFile makes the empty file that stands for the container's
+// terminationMessagePath (the API server's default when unset) and adds it
+// to mounts, so that the path is rewritten in the container's command line
+// and environment as a mount path is.
+func messageFile(c corev1.Container, dir string, mounts map[string]string) (string, error) {
+	path := c.TerminationMessagePath
+	if path == "" {
+		path = corev1.TerminationMessagePathDefault
 	}
-	return terminated(c, string(p.UID), code, msg, start, metav1.Now())
+	local := filepath.Join(dir, "termination", c.Name)
+	if err := os.MkdirAll(filepath.Dir(local), 0o700); err != nil {
+		return "", err
+	}
+	if err := os.WriteFile(local, nil, 0o666); err != nil {
+		return "", err
+	}
+	mounts[filepath.Clean(path)] = local
+	return local, nil
+}
+
+// terminationMessage is what the kubelet reports as the container's
+// message: the first 4096 bytes of its termination-message file; only when
+// that is empty and the container failed, under FallbackToLogsOnError, its
+// log's tail.
+func terminationMessage(c corev1.Container, code int32, msgFile, logPath string) string {
+	if msg := head(msgFile, maxMessageFile); msg != "" {
+		return msg
+	}
+	if code != 0 && c.TerminationMessagePolicy == corev1.TerminationMessageFallbackToLogsOnError {
+		return tail(logPath, maxMessage)
+	}
+	return ""
+}
+
+// bindScript runs in the container's private mount namespace: it binds
+// each source onto its target (pairs of arguments up to "--"), then execs
+// the container's command. A failed bind exits 125 (the runtime's "could
+// not start") after mount's own message.
+const bindScript = `while [ "$1" != -- ]; do mount --bind "$1" "$2" || { echo "jobkubelet: cannot bind the claim's $1 onto $2" >&2; exit 125; }; shift 2; done; shift; exec "$@"`
+
+// withBindMounts runs argv in a private mount namespace with binds made,
+// as a container sees its claim mounted at the volume's path: the path is
+// then a mount point (in /proc/self/mountinfo) for the container's process
+// only, and the mounts vanish with it. unshare and sh exec, so the
+// container's process keeps the PID this kubelet kills.
+func withBindMounts(argv []string, binds []bindMount) []string {
+	if len(binds) == 0 {
+		return argv
+	}
+	out := []string{"unshare", "--mount", "--propagation", "private", "--", "/bin/sh", "-c", bindScript, "sh"}
+	for _, b := range binds {
+		out = append(out, b.source, b.target)
+	}
+	return append(append(out, "--"), argv...)
 }
 
 // mountMap is c's mount paths with the directories they stand for.
@@ -233,6 +298,19 @@ func execute(ctx context.Context, argv, env []string, dir, logPath string) (int3
 		return int32(exit.ExitCode()), nil
 	}
 	return 0, err
+}
+
+func head(path string, n int64) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, n))
+	if err != nil {
+		return ""
+	}
+	return string(b)
 }
 
 func tail(path string, n int) string {

@@ -1,13 +1,18 @@
 // Package jobkubelet plays the kubelet for run-to-completion pods (a Job's
 // pods) in the test bed: it lays out the pod's volumes as per-pod
-// directories (emptyDir, Secret files in the kubelet's layout), resolves
-// each container's environment, expands $(VAR) references in its command
-// and arguments as the kubelet does, rewrites container paths to those
-// directories, runs the init containers in order and then the containers,
-// each as a local process mapped from its image or command, evicts a pod
-// whose emptyDir outgrows its sizeLimit, and reports exit codes and the
-// pod's phase in its status so that the real Job controller does the rest.
-// Development tooling only.
+// directories (emptyDir, Secret files in the kubelet's layout, and
+// persistentVolumeClaim volumes whose claim must exist: one persistent
+// directory per claim under Root, bind-mounted onto the volume's path in a
+// private mount namespace of each container that mounts it, so the path is
+// a mount point as in a real pod), resolves each container's environment,
+// expands $(VAR) references in its command and arguments as the kubelet
+// does, rewrites container paths (mounts, the terminationMessagePath) to
+// those directories and files, runs the init containers in order and then
+// the containers, each as a local process mapped from its image or command,
+// evicts a pod whose emptyDir outgrows its sizeLimit, and reports exit
+// codes, termination messages and the pod's phase in its status so that the
+// real Job controller does the rest. Claim volumes need root (mount) and
+// util-linux's unshare. Development tooling only.
 package jobkubelet
 
 import (
@@ -29,7 +34,8 @@ import (
 type Config struct {
 	Kube kubernetes.Interface
 	// Root holds one directory per pod (its volumes, deleted when the pod
-	// ends) and the containers' logs (kept, <pod>/<container>.log).
+	// ends), the containers' logs (kept, logs/<pod>/<container>.log) and
+	// each claim's data (kept, ClaimDir).
 	Root string
 	// Images maps an image (its name without tag or digest) to the local
 	// binary that is its entrypoint, for containers without a command.

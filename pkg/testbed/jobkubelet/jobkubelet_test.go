@@ -33,6 +33,7 @@ type bed struct {
 	ke   *kubeenv.Env
 	node string
 	out  string
+	k    *Kubelet
 }
 
 func newBed(t *testing.T) *bed {
@@ -50,6 +51,7 @@ func newBed(t *testing.T) *bed {
 		t.Fatal(err)
 	}
 	k := New(Config{Kube: ke.Kube, Root: t.TempDir(), Programs: map[string]string{"/bin/sh": "/bin/sh"}})
+	b.k = k
 	runCtx, cancel := context.WithCancel(context.Background())
 	go func() {
 		for runCtx.Err() == nil {

@@ -26,6 +26,7 @@ import (
 
 	"github.com/shipstream/bloodraven/e2e/framework"
 	"github.com/shipstream/bloodraven/pkg/apis/shipstream/v1alpha1"
+	"github.com/shipstream/bloodraven/pkg/backup/upload"
 	"github.com/shipstream/bloodraven/pkg/controllers/backup"
 	"github.com/shipstream/bloodraven/pkg/testbed/kubeenv"
 	"github.com/shipstream/bloodraven/pkg/testbed/mysqlsim"
@@ -35,6 +36,11 @@ import (
 var cp *framework.ControlPlane
 
 func TestMain(m *testing.M) {
+	// The Job kubelet of the PVC tests runs this binary as the Bloodraven
+	// image's entrypoint: the upload step as the backup Job's container.
+	if len(os.Args) > 1 && os.Args[1] == upload.Command {
+		os.Exit(uploadMain(os.Args[1:]))
+	}
 	framework.Main(m, framework.Options{CRDDir: "deploy/crds", ControllerManager: true}, &cp)
 }
 
@@ -93,14 +99,22 @@ func newEnv(t *testing.T) *env {
 // (again, as a restarted operator), stop ends it.
 func newStoppedEnv(t *testing.T) *env {
 	t.Helper()
-	ke := kubeenv.New(t, cp)
-	e := &env{t: t, ke: ke, ns: ke.Namespace, clock: &clock{}}
+	e := newStoppedEnvNoS3(t)
 	e.s3 = s3server.StartT(t)
 	if err := e.s3.Bucket(bucket); err != nil {
 		t.Fatal(err)
 	}
-	e.secret(backupSecret, map[string]string{"username": backupUser, "password": backupPass})
 	e.secret(s3Secret, map[string]string{"AWS_ACCESS_KEY_ID": e.s3.AccessKey, "AWS_SECRET_ACCESS_KEY": e.s3.SecretKey})
+	return e
+}
+
+// newStoppedEnvNoS3 is newStoppedEnv without an S3 server, for the PVC
+// profiles' tests.
+func newStoppedEnvNoS3(t *testing.T) *env {
+	t.Helper()
+	ke := kubeenv.New(t, cp)
+	e := &env{t: t, ke: ke, ns: ke.Namespace, clock: &clock{}}
+	e.secret(backupSecret, map[string]string{"username": backupUser, "password": backupPass})
 	e.secret(passSecret, map[string]string{"passphrase": "  " + passphraseVal + "\n"})
 	t.Cleanup(ke.CheckMessages)
 	return e

@@ -25,6 +25,42 @@ import (
 // attempt, the status writes and the Events are all allowed.
 func TestTheBackupRunsUnderTheInstalledRBAC(t *testing.T) {
 	ctx := context.Background()
+	e := newStoppedEnv(t) // the test's own writes stay the admin's
+	startAsOperator(t, e)
+	e.group([]v1alpha1.BackupProfile{e.profile("nightly", encrypted)})
+	b := e.backup("nightly-1", "nightly")
+	b = e.wait(b.Name, v1alpha1.PhaseRunning, "", v1alpha1.ReasonRunning, "")
+	if _, err := e.runPod(b.Name); err != nil {
+		t.Fatalf("the upload step failed: %v", err)
+	}
+	b = e.wait(b.Name, v1alpha1.PhaseSucceeded, "", v1alpha1.ReasonSucceeded, "encrypted with AES-256-GCM")
+	e.event(b.Name, v1alpha1.EventBackupSucceeded, corev1.EventTypeNormal)
+	if _, err := e.ke.Kube.CoreV1().Secrets(e.ns).Get(ctx, b.Status.Encryption.KeySecretName, metav1.GetOptions{}); err != nil {
+		t.Fatalf("the key snapshot: %v", err)
+	}
+}
+
+// A provisioned PVC profile's backup under the same RBAC: the controller
+// reads the claim (get), creates it, and reads the succeeded pod's
+// termination message through the pods it lists.
+func TestAProvisionedPVCBackupRunsUnderTheInstalledRBAC(t *testing.T) {
+	e := newStoppedEnvNoS3(t)
+	startAsOperator(t, e)
+	k := e.kubelet()
+	e.group([]v1alpha1.BackupProfile{provisionedProfile("local")})
+	e.backup("b1", "local")
+	e.wait("b1", v1alpha1.PhaseRunning, "", v1alpha1.ReasonRunning, "")
+	pod := e.runPodOn(k, "b1")
+	b := e.wait("b1", v1alpha1.PhaseSucceeded, "", v1alpha1.ReasonSucceeded, "stored at pvc://"+groupName+"-backup-local/")
+	e.checkOnClaim(k, b, groupName+"-backup-local", pod)
+}
+
+// startAsOperator runs e's controller with clients authenticated as the
+// operator's ServiceAccount, bound to nothing but deploy/base's
+// ClusterRole.
+func startAsOperator(t *testing.T, e *env) {
+	t.Helper()
+	ctx := context.Background()
 	if _, err := cp.Client().CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "bloodraven"}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
@@ -45,8 +81,6 @@ func TestTheBackupRunsUnderTheInstalledRBAC(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-
-	e := newStoppedEnv(t) // the test's own writes stay the admin's
 	asOperator := *e.ke
 	asOperator.Kube, asOperator.Ship = kube, ship
 	inst := asOperator.NewInstance()
@@ -56,16 +90,4 @@ func TestTheBackupRunsUnderTheInstalledRBAC(t *testing.T) {
 	}
 	inst.Start(2, c)
 	e.inst = inst
-
-	e.group([]v1alpha1.BackupProfile{e.profile("nightly", encrypted)})
-	b := e.backup("nightly-1", "nightly")
-	b = e.wait(b.Name, v1alpha1.PhaseRunning, "", v1alpha1.ReasonRunning, "")
-	if _, err := e.runPod(b.Name); err != nil {
-		t.Fatalf("the upload step failed: %v", err)
-	}
-	b = e.wait(b.Name, v1alpha1.PhaseSucceeded, "", v1alpha1.ReasonSucceeded, "encrypted with AES-256-GCM")
-	e.event(b.Name, v1alpha1.EventBackupSucceeded, corev1.EventTypeNormal)
-	if _, err := e.ke.Kube.CoreV1().Secrets(e.ns).Get(ctx, b.Status.Encryption.KeySecretName, metav1.GetOptions{}); err != nil {
-		t.Fatalf("the key snapshot: %v", err)
-	}
 }
