@@ -329,7 +329,7 @@ func (m *Manager) reconcile(ctx context.Context, g *v1alpha1.MysqlFailoverGroup,
 		// Any other change in flight moves at the base rate.
 		return g, p.pollInterval(), err
 	}
-	if d := p.corroboratedRepoll(g); d > 0 {
+	if d := p.corroboratedRepoll(g, results); d > 0 {
 		return g, d, err
 	}
 	return g, p.cadence(results), err
@@ -341,11 +341,16 @@ func (m *Manager) reconcile(ctx context.Context, g *v1alpha1.MysqlFailoverGroup,
 // failures then follow each other in a tenth of a second or so. Without
 // that report failed polls stay a pollInterval apart, so a network blip
 // still needs failureThreshold × pollInterval to start a failover
-// (docs/topology.md, cadence).
-func (p *mpass) corroboratedRepoll(g *v1alpha1.MysqlFailoverGroup) time.Duration {
+// (docs/topology.md, cadence). Only until the site counts as Unreachable:
+// from then on the failover decides, and a site it does not fail over is
+// polled at the usual cadence and backoff.
+func (p *mpass) corroboratedRepoll(g *v1alpha1.MysqlFailoverGroup, results map[string]observe.Result[Sample]) time.Duration {
 	active := g.Status.ActiveSite
+	if r, ok := results[active]; !ok || r.Health.Reach == observe.Unreachable {
+		return 0
+	}
 	p.m.mu.Lock()
-	exited := active != "" && p.st.sidecarExited[active]
+	exited := p.st.sidecarExited[active]
 	p.m.mu.Unlock()
 	if !exited {
 		return 0
