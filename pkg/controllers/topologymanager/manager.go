@@ -143,6 +143,9 @@ type groupState struct {
 	// (manager_fenceproof.go).
 	sidecarAnswered, sidecarExited map[string]bool
 	lastWritable                   map[string]protocol.Instance
+	// announcing: a transition announcement to the site's sidecar is on
+	// its way (manager_failover.go).
+	announcing map[string]bool
 	// evidence is each site's latest replication evidence read in this
 	// process, used when a poll's read of it misses the poll deadline (its
 	// ReadAt says how old it is; the decision bounds that).
@@ -161,6 +164,7 @@ func newGroupState() *groupState {
 	s := &groupState{clients: map[string]*siteClient{}, clones: map[string]*topology.CloneState{}, mutation: map[string]string{}}
 	s.sidecarHealthy, s.pollFailed, s.sidecarSeen = map[string]bool{}, map[string]bool{}, map[string]bool{}
 	s.sidecarAnswered, s.sidecarExited, s.lastWritable = map[string]bool{}, map[string]bool{}, map[string]protocol.Instance{}
+	s.announcing = map[string]bool{}
 	s.evidence = map[string]Sample{}
 	return s
 }
@@ -284,6 +288,7 @@ func (m *Manager) reconcile(ctx context.Context, g *v1alpha1.MysqlFailoverGroup,
 		return g, p.cadence(nil), err
 	}
 	p.served = served
+	proofs := p.askFenceProof(ctx) // manager_fenceproof.go
 	results, err := m.tracker.Round(ctx, key, p.probe, observe.RoundOptions{
 		Sites: p.siteNames(), Timeout: p.pollTimeout(), Thresholds: p.thresholds(),
 		MinInterval: p.pollInterval() / 2, Backoff: p.siteBackoff,
@@ -293,7 +298,7 @@ func (m *Manager) reconcile(ctx context.Context, g *v1alpha1.MysqlFailoverGroup,
 	}
 	claimBefore := g.Status.PlannedFailover.DeepCopy()
 	in := p.input(results)
-	if proof := p.askFenceProof(ctx, results); proof != nil {
+	if proof := <-proofs; proof != nil {
 		si := in.Observed[proof.Proof.Site]
 		si.FenceProof = proof
 		in.Observed[proof.Proof.Site] = si

@@ -161,26 +161,58 @@ func (p *mpass) announcement() protocol.ActiveSite {
 	return doc
 }
 
+// announceWait is how long a pass waits for its announcements. One to a
+// sidecar that does not answer (a site cut off) goes on in the background
+// for up to the statement timeout, and the pass moves on: the announcement
+// is best effort, repeated every pass, and nothing waits for it (the
+// self-fence bound assumes no sidecar hears it).
+const announceWait = 200 * time.Millisecond
+
 func (p *mpass) notifySidecars(ctx context.Context) error {
 	// Without a transition (a planned failover rolled back) the document
 	// tells the peers at once that the change is over, so they confirm the
 	// active site again; the active site's own sidecar refuses a pushed
 	// confirmation by design (409) and learns it from its next poll.
 	doc := p.announcement()
-	ctx, cancel := context.WithTimeout(ctx, p.m.opts.StatementTimeout)
-	defer cancel()
 	var wg sync.WaitGroup
 	for _, s := range p.g.Spec.Sites {
 		addr, err := p.m.opts.Resolver.SidecarAddr(siteKey(p.g, s.Name))
-		if err != nil {
-			continue // no sidecar address known (development map without sidecar=)
+		if err != nil || !p.startAnnouncing(s.Name) {
+			continue // no sidecar address known (development map without sidecar=), or one still on its way
 		}
 		wg.Go(func() {
-			if _, err := (protocol.Client{}).Announce(ctx, addr, doc); err != nil {
+			defer p.doneAnnouncing(s.Name)
+			actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.m.opts.StatementTimeout)
+			defer cancel()
+			if _, err := (protocol.Client{}).Announce(actx, addr, doc); err != nil {
 				p.log.Debug("transition not announced to a sidecar", "site", s.Name, "err", err.Error())
 			}
 		})
 	}
-	wg.Wait()
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(announceWait):
+	case <-ctx.Done():
+	}
 	return nil
+}
+
+// startAnnouncing claims the site's announcement slot; false while the
+// previous announcement to it is still on its way.
+func (p *mpass) startAnnouncing(site string) bool {
+	p.m.mu.Lock()
+	defer p.m.mu.Unlock()
+	if p.st.announcing[site] {
+		return false
+	}
+	p.st.announcing[site] = true
+	return true
+}
+
+func (p *mpass) doneAnnouncing(site string) {
+	p.m.mu.Lock()
+	defer p.m.mu.Unlock()
+	delete(p.st.announcing, site)
 }

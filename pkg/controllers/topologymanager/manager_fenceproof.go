@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"github.com/shipstream/bloodraven/pkg/apis/shipstream/v1alpha1"
-	"github.com/shipstream/bloodraven/pkg/observe"
 	"github.com/shipstream/bloodraven/pkg/protocol"
 	"github.com/shipstream/bloodraven/pkg/topology"
 )
@@ -35,38 +34,42 @@ var preFenceSteps = map[v1alpha1.TransitionStep]bool{
 	v1alpha1.StepFencingSource: true, v1alpha1.StepAwaitingSelfFence: true,
 }
 
-// askFenceProof asks the source's sidecar for a fence proof when an
-// automatic failover waits for its source to be fenced, the intent is in
-// the cache /active-site answers from, the source's mysqld did not answer
-// this pass but its sidecar did, and this process knows the instance last
-// seen writable there. Otherwise, or when the sidecar does not answer, nil:
-// the self-fence bound is waited.
-func (p *mpass) askFenceProof(ctx context.Context, results map[string]observe.Result[Sample]) *topology.FenceProofAnswer {
+// askFenceProof starts, alongside this pass's polls, a fence-proof request
+// to the source's sidecar when an automatic failover waits for its source
+// to be fenced, the intent is in the cache /active-site answers from, the
+// source's mysqld did not answer its latest poll but its sidecar did, and
+// this process knows the instance last seen writable there. The channel
+// yields the answer, or nil (not asked, or no answer): then the self-fence
+// bound is waited. Whatever this pass's poll of the source finds decides
+// first (a writable answer is fenced, a fenced one is fenced).
+func (p *mpass) askFenceProof(ctx context.Context) <-chan *topology.FenceProofAnswer {
+	out := make(chan *topology.FenceProofAnswer, 1)
 	t := p.g.Status.Transition
 	if t == nil || t.Kind != v1alpha1.TransitionAutomatic || !preFenceSteps[t.Step] || p.served == nil || p.served.ID != t.ID {
-		return nil
+		out <- nil
+		return out
 	}
 	src := t.SourceSite
-	if r, ok := results[src]; !ok || r.Err == nil {
-		return nil
-	}
 	p.m.mu.Lock()
-	known, answered := p.st.lastWritable[src].Complete(), p.st.sidecarAnswered[src]
+	ask := p.st.lastWritable[src].Complete() && p.st.sidecarAnswered[src] && p.st.pollFailed[src]
 	p.m.mu.Unlock()
-	if !known || !answered {
-		return nil
-	}
 	addr, err := p.m.opts.Resolver.SidecarAddr(siteKey(p.g, src))
-	if err != nil {
-		return nil
+	if !ask || err != nil {
+		out <- nil
+		return out
 	}
-	ctx, cancel := context.WithTimeout(ctx, p.pollTimeout())
-	defer cancel()
-	sent := p.m.opts.Now()
-	proof, err := (protocol.Client{}).FenceProof(ctx, addr, protocol.FenceProofRequest{Announcement: p.announcement()})
-	if err != nil {
-		p.log.Debug("no fence proof", "site", src, "err", err.Error())
-		return nil
-	}
-	return &topology.FenceProofAnswer{Proof: proof, SentAt: sent, ReceivedAt: p.m.opts.Now()}
+	doc := p.announcement()
+	go func() {
+		ctx, cancel := context.WithTimeout(ctx, p.pollTimeout())
+		defer cancel()
+		sent := p.m.opts.Now()
+		proof, err := (protocol.Client{}).FenceProof(ctx, addr, protocol.FenceProofRequest{Announcement: doc})
+		if err != nil {
+			p.log.Debug("no fence proof", "site", src, "err", err.Error())
+			out <- nil
+			return
+		}
+		out <- &topology.FenceProofAnswer{Proof: proof, SentAt: sent, ReceivedAt: p.m.opts.Now()}
+	}()
+	return out
 }
