@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
@@ -16,72 +17,175 @@ import (
 	"github.com/shipstream/bloodraven/pkg/testbed/playground"
 )
 
-// benchFailover repeats the crash drill k times on a fresh playground for
-// each pollInterval x failureThreshold setting and prints min, median, p99
-// and max of the write gap (and of the time to the published failover).
+// benchFailover runs, for each pollInterval x failureThreshold setting on
+// one fresh playground, k drills of each chosen kind and prints per kind
+// min, p50, p99 and max of the time to the published failover, of the
+// client's write gap and of the transactions possibly lost.
 func benchFailover(args []string) error {
 	fs := flag.NewFlagSet("bench-failover", flag.ContinueOnError)
-	k := fs.Int("k", 5, "drills per setting")
-	settings := fs.String("settings", "2s:3,1s:2", "comma-separated pollInterval:failureThreshold settings")
+	k := fs.Int("k", 10, "drills of each kind per setting")
+	settingsFlag := fs.String("settings", "2s:3,1s:2", "comma-separated pollInterval:failureThreshold settings")
+	drillsFlag := fs.String("drills", "crash,frozen,isolated,planned", "comma-separated drills: crash, frozen, isolated, planned")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if *k < 1 {
 		return fmt.Errorf("-k: %d must be at least 1", *k)
 	}
+	settings, err := parseSettings(*settingsFlag)
+	if err != nil {
+		return err
+	}
+	kinds, err := parseDrills(*drillsFlag)
+	if err != nil {
+		return err
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	for _, s := range strings.Split(*settings, ",") {
-		poll, threshold, ok := strings.Cut(strings.TrimSpace(s), ":")
-		if _, err := time.ParseDuration(poll); !ok || err != nil {
-			return fmt.Errorf("-settings: %q is not pollInterval:failureThreshold", s)
-		}
-		n, err := strconv.Atoi(threshold)
-		if err != nil || n < 1 {
-			return fmt.Errorf("-settings: %q: failureThreshold must be a positive integer", s)
-		}
-		if err := benchSetting(ctx, poll, n, *k); err != nil {
+	for _, s := range settings {
+		if err := benchSetting(ctx, s, kinds, *k); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func benchSetting(ctx context.Context, poll string, threshold, k int) error {
-	patch := fmt.Sprintf(`{"spec":{"pollInterval":%q,"failureThreshold":%d,"failoverCooldown":"30s"}}`, poll, threshold)
-	p, err := playground.Start(ctx, playground.Config{GroupPatch: patch, Logger: slog.New(slog.DiscardHandler)})
+// setting is one pollInterval x failureThreshold.
+type setting struct {
+	poll      string
+	threshold int
+}
+
+func (s setting) String() string {
+	return fmt.Sprintf("pollInterval=%s failureThreshold=%d", s.poll, s.threshold)
+}
+
+func parseSettings(v string) ([]setting, error) {
+	var out []setting
+	for _, s := range strings.Split(v, ",") {
+		poll, threshold, ok := strings.Cut(strings.TrimSpace(s), ":")
+		if _, err := time.ParseDuration(poll); !ok || err != nil {
+			return nil, fmt.Errorf("-settings: %q is not pollInterval:failureThreshold", s)
+		}
+		n, err := strconv.Atoi(threshold)
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("-settings: %q: failureThreshold must be a positive integer", s)
+		}
+		out = append(out, setting{poll: poll, threshold: n})
+	}
+	return out, nil
+}
+
+// parseDrills returns the chosen drills in playground.DrillKinds order.
+func parseDrills(v string) ([]playground.DrillKind, error) {
+	chosen := map[playground.DrillKind]bool{}
+	for _, s := range strings.Split(v, ",") {
+		kind := playground.DrillKind(strings.TrimSpace(s))
+		if !slices.Contains(playground.DrillKinds, kind) {
+			return nil, fmt.Errorf("-drills: %q is not one of %v", s, playground.DrillKinds)
+		}
+		chosen[kind] = true
+	}
+	var out []playground.DrillKind
+	for _, kind := range playground.DrillKinds {
+		if chosen[kind] {
+			out = append(out, kind)
+		}
+	}
+	return out, nil
+}
+
+// schedule orders k drills of each kind so that planned failovers fill the
+// wait for failoverCooldown: every automatic drill must wait out the
+// cooldown of the last automatic one, a planned failover does not start it,
+// so a planned drill right after each automatic one costs only its own
+// time (it waits out the same cooldown the next automatic drill would).
+func schedule(kinds []playground.DrillKind, k int) []playground.DrillKind {
+	var automatic []playground.DrillKind
+	planned := 0
+	for _, kind := range kinds {
+		if kind == playground.DrillPlanned {
+			planned = k
+		} else {
+			automatic = append(automatic, kind)
+		}
+	}
+	var out []playground.DrillKind
+	for range k {
+		for _, kind := range automatic {
+			out = append(out, kind)
+			if planned > 0 {
+				out, planned = append(out, playground.DrillPlanned), planned-1
+			}
+		}
+	}
+	for ; planned > 0; planned-- {
+		out = append(out, playground.DrillPlanned)
+	}
+	return out
+}
+
+func benchSetting(ctx context.Context, s setting, kinds []playground.DrillKind, k int) error {
+	patch := fmt.Sprintf(`{"spec":{"pollInterval":%q,"failureThreshold":%d,"failoverCooldown":"30s"}}`, s.poll, s.threshold)
+	// The isolated drill cuts links through the fault proxies; the other
+	// drills run without them, as the earlier measurements did.
+	proxies := slices.Contains(kinds, playground.DrillIsolated)
+	p, err := playground.Start(ctx, playground.Config{GroupPatch: patch, FaultProxies: proxies, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		return err
 	}
 	defer p.Stop()
 	if err := p.WaitGroupReady(ctx, 3*time.Minute); err != nil {
 		logs, _ := p.KeepLogs()
-		return fmt.Errorf("%w (logs kept in %s)", err, logs)
+		return fmt.Errorf("%s: %w (logs kept in %s)", s, err, logs)
 	}
-	var gaps, published []time.Duration
-	for i := range k {
-		r, err := p.CrashDrill(ctx, 3*time.Minute)
+	results := map[playground.DrillKind][]playground.DrillResult{}
+	for _, kind := range schedule(kinds, k) {
+		n := len(results[kind]) + 1
+		r, err := p.Drill(ctx, kind, 3*time.Minute)
 		if err != nil {
 			logs, _ := p.KeepLogs()
-			return fmt.Errorf("pollInterval %s failureThreshold %d, drill %d: %w (logs kept in %s)", poll, threshold, i+1, err, logs)
+			return fmt.Errorf("%s, %s drill %d: %w (logs kept in %s)", s, kind, n, err, logs)
 		}
-		fmt.Fprintf(os.Stderr, "pollInterval=%s failureThreshold=%d drill %d: %s -> %s gap %s published %s acked %d missing %d divergent %d\n",
-			poll, threshold, i+1, r.From, r.To, r.Gap.Round(time.Millisecond), r.Published.Round(time.Millisecond), r.Acked, r.Missing, r.Divergent)
-		gaps, published = append(gaps, r.Gap), append(published, r.Published)
+		fmt.Fprintf(os.Stderr, "%s %s drill %d: %s -> %s published %s gap %s acked %d missing %d possibly-lost %d divergent %d\n",
+			s, kind, n, r.From, r.To, r.Published.Round(time.Millisecond), r.Gap.Round(time.Millisecond),
+			r.Acked, r.Missing, r.PossiblyLost, r.Divergent)
+		results[kind] = append(results[kind], r)
 	}
-	fmt.Printf("pollInterval=%s failureThreshold=%d k=%d write gap: %s; crash to published failover: %s\n",
-		poll, threshold, k, summary(gaps), summary(published))
+	for _, kind := range kinds {
+		fmt.Println(summaryLine(s, kind, results[kind]))
+	}
 	return nil
 }
 
-// summary prints min/median/p99/max (nearest rank).
-func summary(ds []time.Duration) string {
-	s := slices.Clone(ds)
+// summaryLine is the stdout line of one setting and drill kind.
+func summaryLine(s setting, kind playground.DrillKind, rs []playground.DrillResult) string {
+	var published, gaps []time.Duration
+	var lost, missing []uint64
+	for _, r := range rs {
+		published, gaps = append(published, r.Published), append(gaps, r.Gap)
+		lost, missing = append(lost, r.PossiblyLost), append(missing, r.Missing)
+	}
+	start, gap := "fault to published", "write gap"
+	if kind == playground.DrillPlanned {
+		start, gap = "request to published", "write pause"
+	}
+	return fmt.Sprintf("%s %s k=%d %s: %s; %s: %s; possibly-lost GTIDs: %s; missing acked writes: %s",
+		s, kind, len(rs), start, summary(published, roundDuration), gap, summary(gaps, roundDuration),
+		summary(lost, decimal), summary(missing, decimal))
+}
+
+func roundDuration(d time.Duration) string { return d.Round(10 * time.Millisecond).String() }
+
+// summary prints min/p50/p99/max (nearest rank) of a non-empty sample.
+func summary[T cmp.Ordered](xs []T, format func(T) string) string {
+	s := slices.Clone(xs)
 	slices.Sort(s)
-	rank := func(q float64) time.Duration {
+	rank := func(q float64) T {
 		i := int(q*float64(len(s))+0.999999) - 1
 		return s[max(0, min(i, len(s)-1))]
 	}
-	r := func(d time.Duration) string { return d.Round(10 * time.Millisecond).String() }
-	return fmt.Sprintf("min %s median %s p99 %s max %s", r(s[0]), r(rank(0.5)), r(rank(0.99)), r(s[len(s)-1]))
+	return fmt.Sprintf("min %s p50 %s p99 %s max %s", format(s[0]), format(rank(0.5)), format(rank(0.99)), format(s[len(s)-1]))
 }
+
+func decimal(n uint64) string { return strconv.FormatUint(n, 10) }
