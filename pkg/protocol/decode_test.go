@@ -147,6 +147,10 @@ func TestReportsHealthyMySQL(t *testing.T) {
 		{"unreachable", SiteStatus{ObservationAgeMillis: age(10), MySQL: &MySQLStatus{Reachable: false, Role: RoleUnknown}}, false},
 		{"inconsistent", SiteStatus{ObservationAgeMillis: age(10), MySQL: &MySQLStatus{Reachable: true, Role: RoleInconsistent}}, false},
 		{"mysql not reported", SiteStatus{ObservationAgeMillis: age(10)}, false},
+		{"an older observation, and the process looked at since has exited", SiteStatus{ObservationAgeMillis: age(900),
+			MySQL: &MySQLStatus{Reachable: true, Role: RoleSource}, Process: &MySQLProcess{Exited: true}}, false},
+		{"the process runs", SiteStatus{ObservationAgeMillis: age(900),
+			MySQL: &MySQLStatus{Reachable: true, Role: RoleSource}, Process: &MySQLProcess{}}, true},
 	}
 	for _, c := range cases {
 		if got := c.s.ReportsHealthyMySQL(5 * time.Second); got != c.want {

@@ -87,6 +87,10 @@ func (s SiteStatus) ReportsHealthyMySQL(maxAge time.Duration) bool {
 	if s.MySQL == nil || !s.MySQL.Reachable || s.ObservationAgeMillis == nil {
 		return false
 	}
+	if s.Process != nil && s.Process.Exited {
+		// The process was looked at after the observation: it is gone.
+		return false
+	}
 	if time.Duration(*s.ObservationAgeMillis)*time.Millisecond > maxAge {
 		return false
 	}

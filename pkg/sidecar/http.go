@@ -154,6 +154,10 @@ func (s *Sidecar) Status() protocol.SiteStatus {
 	}
 	st.Fencing = f
 	st.Process = s.processStatusLocked()
+	if p := st.Process; p != nil && p.Exited && st.MySQL != nil {
+		// The round's observation predates the exit that was just seen.
+		st.MySQL = &protocol.MySQLStatus{Reachable: false, Role: protocol.RoleUnknown, Error: "mysqld's process has exited"}
+	}
 	return st
 }
 

@@ -128,6 +128,10 @@ func TestFenceProofOfACrashedMySQLD(t *testing.T) {
 	// Asked at once, before any round of the loop: /status looks afresh.
 	if st := sc.Status(); st.Process == nil || !st.Process.Exited || st.Process.Instance != inst {
 		t.Fatalf("status process %+v: want the instance %+v exited", st.Process, inst)
+	} else if st.MySQL == nil || st.MySQL.Reachable || st.ReportsHealthyMySQL(time.Minute) {
+		// The round's observation from before the crash must not pass for
+		// a healthy mysqld (the operator would take the site for cut off).
+		t.Fatalf("status mysql %+v: reported healthy after its process exited", st.MySQL)
 	}
 	pr := askProof(t, addr, announcement("t1", "iad"))
 	if pr.Verdict != protocol.ProofExited || pr.Instance != inst || pr.TransitionID != "t1" || pr.Site != "iad" {
