@@ -52,6 +52,10 @@ type RoundOptions struct {
 	// Backoff, if set, is how long after its previous poll a site is due
 	// again given its health (see SiteCadence); MinInterval still applies.
 	Backoff func(Health) time.Duration
+	// SiteTimeout, if set, may give a site a shorter deadline than
+	// Timeout, given the site and its health before this round (a positive
+	// value shorter than Timeout counts).
+	SiteTimeout func(site string, h Health) time.Duration
 }
 
 // Observer receives every poll's outcome (metrics).
@@ -72,6 +76,23 @@ func NewTracker[S any](notify Observer) *Tracker[S] {
 	return &Tracker[S]{groups: map[string]map[string]*Result[S]{}, now: time.Now, notify: notify}
 }
 
+// siteTimeout is the deadline of site's poll in this round.
+func (t *Tracker[S]) siteTimeout(group, site string, o RoundOptions) time.Duration {
+	if o.SiteTimeout == nil {
+		return o.Timeout
+	}
+	t.mu.Lock()
+	var h Health
+	if r := t.groups[group][site]; r != nil {
+		h = r.Health
+	}
+	t.mu.Unlock()
+	if d := o.SiteTimeout(site, h); d > 0 && d < o.Timeout {
+		return d
+	}
+	return o.Timeout
+}
+
 // Round polls every site of group that is due, all at once, each under
 // o.Timeout, and returns the state of every listed site. It returns when the
 // slowest poll has returned or timed out, so one dead or frozen site costs
@@ -90,8 +111,9 @@ func (t *Tracker[S]) Round(ctx context.Context, group string, probe ProbeFunc[S]
 	}
 	results := make(chan outcome, len(due))
 	for _, site := range due {
+		timeout := t.siteTimeout(group, site, o)
 		go func() {
-			pctx, cancel := context.WithTimeout(ctx, o.Timeout)
+			pctx, cancel := context.WithTimeout(ctx, timeout)
 			defer cancel()
 			start := t.now()
 			v, err := probe(pctx, site)

@@ -149,3 +149,46 @@ func TestInvalidate(t *testing.T) {
 		t.Fatalf("calls %d", calls)
 	}
 }
+
+// SiteTimeout shortens one site's deadline, given its health before the
+// round, and never lengthens any.
+func TestRoundSiteTimeout(t *testing.T) {
+	var mu sync.Mutex
+	budget := map[string]time.Duration{}
+	probe := func(ctx context.Context, site string) (int, error) {
+		dl, _ := ctx.Deadline()
+		mu.Lock()
+		budget[site] = time.Until(dl)
+		mu.Unlock()
+		if site == "down" {
+			return 0, errors.New("connection refused")
+		}
+		return 1, nil
+	}
+	tr := NewTracker[int](nil)
+	var seen []Reachability
+	opts := RoundOptions{Sites: []string{"up", "down"}, Timeout: time.Hour, Thresholds: Thresholds{Failure: 1, Recovery: 1},
+		SiteTimeout: func(site string, h Health) time.Duration {
+			if site != "down" {
+				return 2 * time.Hour // longer than Timeout: ignored
+			}
+			seen = append(seen, h.Reach)
+			if h.Reach == Unreachable {
+				return time.Minute
+			}
+			return 0
+		}}
+	for range 2 {
+		tr.Invalidate("ns/g", "up")
+		tr.Invalidate("ns/g", "down")
+		if _, err := tr.Round(context.Background(), "ns/g", probe, opts); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(seen) != 2 || seen[0] != Unobserved || seen[1] != Unreachable {
+		t.Fatalf("SiteTimeout saw %v, want the health before each round", seen)
+	}
+	if budget["down"] > time.Minute || budget["up"] < 59*time.Minute {
+		t.Fatalf("deadlines %v: want a minute for the unreachable site, the hour for the other", budget)
+	}
+}

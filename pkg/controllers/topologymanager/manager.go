@@ -291,7 +291,7 @@ func (m *Manager) reconcile(ctx context.Context, g *v1alpha1.MysqlFailoverGroup,
 	proofs := p.askFenceProof(ctx) // manager_fenceproof.go
 	results, err := m.tracker.Round(ctx, key, p.probe, observe.RoundOptions{
 		Sites: p.siteNames(), Timeout: p.pollTimeout(), Thresholds: p.thresholds(),
-		MinInterval: p.pollInterval() / 2, Backoff: p.siteBackoff,
+		MinInterval: p.pollInterval() / 2, Backoff: p.siteBackoff, SiteTimeout: p.replacedSourceTimeout,
 	})
 	if err != nil {
 		return g, p.cadence(nil), err
@@ -475,6 +475,21 @@ func (p *mpass) siteBackoff(h observe.Health) time.Duration {
 	}
 	base := p.pollInterval()
 	return observe.SiteCadence(base, p.thresholds(), h) - base/2
+}
+
+// ReplacedSourceTimeout is the poll deadline of an Unreachable site that an
+// automatic failover is replacing. The site is only watched for coming
+// back (a returning old primary holding more abandons the failover), which
+// a reachable mysqld answers within milliseconds; a cut-off site's poll
+// would otherwise hold every pass of the failover for a whole deadline.
+const ReplacedSourceTimeout = 250 * time.Millisecond
+
+func (p *mpass) replacedSourceTimeout(site string, h observe.Health) time.Duration {
+	t := p.g.Status.Transition
+	if t == nil || t.Kind != v1alpha1.TransitionAutomatic || site != t.SourceSite || h.Reach != observe.Unreachable {
+		return 0
+	}
+	return ReplacedSourceTimeout
 }
 
 // client returns the site's connection pool, reopening it when its address
