@@ -298,7 +298,7 @@ func (d *decider) provenFenced(t *v1alpha1.Transition) bool {
 		d.waiting = fmt.Sprintf("failover to %s: the fence proof of %s does not hold (%s)", t.TargetSite, t.SourceSite, why)
 		return false
 	}
-	d.event(false, v1alpha1.EventFailoverSourceFenceProven, "site %s cannot take writes: %s; promoting %s without waiting out the self-fence bound", t.SourceSite, why, t.TargetSite)
+	d.event(false, v1alpha1.EventFailoverSourceFenceConfirmed, "site %s cannot take writes: %s; promoting %s without waiting out the self-fence bound", t.SourceSite, why, t.TargetSite)
 	return true
 }
 

@@ -103,7 +103,7 @@ func TestFailoverOnFenceProof(t *testing.T) {
 		if tr := d.Status.Transition; tr == nil || tr.Step != v1alpha1.StepCatchingUp || !d.WriteFirst {
 			t.Fatalf("transition %+v, writeFirst %v", tr, d.WriteFirst)
 		}
-		if !hasEvent(d, v1alpha1.EventFailoverSourceFenceProven, false) {
+		if !hasEvent(d, v1alpha1.EventFailoverSourceFenceConfirmed, false) {
 			t.Fatalf("events %+v", d.Events)
 		}
 	})
@@ -131,7 +131,7 @@ func TestFailoverOnFenceProof(t *testing.T) {
 		if tr := d.Status.Transition; tr == nil || tr.Step != v1alpha1.StepAwaitingSelfFence || d.WriteFirst {
 			t.Fatalf("transition %+v", tr)
 		}
-		if hasEvent(d, v1alpha1.EventFailoverSourceFenceProven, false) {
+		if hasEvent(d, v1alpha1.EventFailoverSourceFenceConfirmed, false) {
 			t.Fatalf("events %+v", d.Events)
 		}
 	})

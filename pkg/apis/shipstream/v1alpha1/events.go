@@ -82,11 +82,11 @@ const (
 	// EventFailoverAborted (Warning): the candidate became unreachable
 	// before it was promoted; nothing changed.
 	EventFailoverAborted = "FailoverAborted"
-	// EventFailoverSourceFenceProven (Normal): the unreachable old primary's
+	// EventFailoverSourceFenceConfirmed (Normal): the unreachable old primary's
 	// own sidecar proved that it cannot take writes (its mysqld exited, or
 	// the sidecar read super_read_only=ON), so the promotion does not wait
 	// out the self-fence bound (docs/safety.md).
-	EventFailoverSourceFenceProven = "FailoverSourceFenceProven"
+	EventFailoverSourceFenceConfirmed = "FailoverSourceFenceConfirmed"
 	// EventFailoverCatchUpTimedOut (Warning): the candidate did not execute
 	// what it held when chosen within the catch-up bound; the failover ended
 	// unpromoted, automatic failover is held, and the message says what a

@@ -103,8 +103,8 @@ func TestCrashWithTheSidecarAliveIsPromotedOnItsProof(t *testing.T) {
 	f.crash("iad")
 	g := failedOverFrom(t, f, "iad")
 	w.halt()
-	if len(f.e.eventsOf(v1alpha1.EventFailoverSourceFenceProven)) == 0 {
-		t.Fatalf("no %s Event: the promotion waited out the bound although iad's sidecar saw mysqld exit", v1alpha1.EventFailoverSourceFenceProven)
+	if len(f.e.eventsOf(v1alpha1.EventFailoverSourceFenceConfirmed)) == 0 {
+		t.Fatalf("no %s Event: the promotion waited out the bound although iad's sidecar saw mysqld exit", v1alpha1.EventFailoverSourceFenceConfirmed)
 	}
 	to := g.Status.ActiveSite
 	if !w.fenced["iad"].Before(w.writable[to]) {
@@ -156,7 +156,7 @@ func refusedProof(t *testing.T, answer func(real protocol.SiteStatus) protocol.F
 	t.Cleanup(func() { iad.sim.Heal(); f.net.Heal() })
 	g := failedOverFrom(t, f, "iad")
 	w.halt()
-	if evs := f.e.eventsOf(v1alpha1.EventFailoverSourceFenceProven); len(evs) > 0 {
+	if evs := f.e.eventsOf(v1alpha1.EventFailoverSourceFenceConfirmed); len(evs) > 0 {
 		t.Fatalf("the lie was acted on: %s", evs[0].Message)
 	}
 	to := g.Status.ActiveSite
