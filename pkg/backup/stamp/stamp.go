@@ -123,19 +123,29 @@ func Decode(data []byte) (Stamp, error) {
 	if *head.Version != FormatVersion {
 		return Stamp{}, fmt.Errorf("%w %d (this build reads version %d)", ErrUnknownVersion, *head.Version, FormatVersion)
 	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
 	var doc document
-	if err := dec.Decode(&doc); err != nil {
+	if err := DecodeStrict(data, &doc); err != nil {
 		return Stamp{}, fmt.Errorf("%w: %v", ErrInvalid, err)
-	}
-	if dec.More() {
-		return Stamp{}, fmt.Errorf("%w: data after the stamp", ErrInvalid)
 	}
 	if err := validate(doc.Stamp); err != nil {
 		return Stamp{}, err
 	}
 	return doc.Stamp, nil
+}
+
+// DecodeStrict decodes one JSON document into v, refusing unknown fields
+// and anything after the document: what the backup Job writes is read
+// back exactly, never leniently.
+func DecodeStrict(data []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if dec.More() {
+		return errors.New("data after the document")
+	}
+	return nil
 }
 
 func validate(s Stamp) error {

@@ -1,7 +1,6 @@
 package upload
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -115,14 +114,9 @@ func DecodeResult(data []byte) (Result, error) {
 	if head.Version == nil || *head.Version != ResultVersion {
 		return Result{}, fmt.Errorf("%w: version is not %d", ErrResultInvalid, ResultVersion)
 	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
 	var doc resultDocument
-	if err := dec.Decode(&doc); err != nil {
+	if err := stamp.DecodeStrict(data, &doc); err != nil {
 		return Result{}, fmt.Errorf("%w: %v", ErrResultInvalid, err)
-	}
-	if dec.More() {
-		return Result{}, fmt.Errorf("%w: data after the result", ErrResultInvalid)
 	}
 	if err := validateResult(doc.Result); err != nil {
 		return Result{}, err
