@@ -26,6 +26,7 @@ func benchFailover(args []string) error {
 	k := fs.Int("k", 10, "drills of each kind per setting")
 	settingsFlag := fs.String("settings", "2s:3,1s:2", "comma-separated pollInterval:failureThreshold settings")
 	drillsFlag := fs.String("drills", "crash,frozen,isolated,planned", "comma-separated drills: crash, frozen, isolated, planned")
+	keepLogs := fs.Bool("keep-logs", false, "keep each playground's logs (operator, sidecars, simulators) after a successful run too")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -43,7 +44,7 @@ func benchFailover(args []string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	for _, s := range settings {
-		if err := benchSetting(ctx, s, kinds, *k); err != nil {
+		if err := benchSetting(ctx, s, kinds, *k, *keepLogs); err != nil {
 			return err
 		}
 	}
@@ -125,7 +126,7 @@ func schedule(kinds []playground.DrillKind, k int) []playground.DrillKind {
 	return out
 }
 
-func benchSetting(ctx context.Context, s setting, kinds []playground.DrillKind, k int) error {
+func benchSetting(ctx context.Context, s setting, kinds []playground.DrillKind, k int, keepLogs bool) error {
 	patch := fmt.Sprintf(`{"spec":{"pollInterval":%q,"failureThreshold":%d,"failoverCooldown":"30s"}}`, s.poll, s.threshold)
 	// The isolated drill cuts links through the fault proxies; the other
 	// drills run without them, as the earlier measurements did.
@@ -139,6 +140,13 @@ func benchSetting(ctx context.Context, s setting, kinds []playground.DrillKind, 
 		logs, _ := p.KeepLogs()
 		return fmt.Errorf("%s: %w (logs kept in %s)", s, err, logs)
 	}
+	if keepLogs {
+		// Deferred after p.Stop, so it runs first, while the logs exist.
+		defer func() {
+			logs, err := p.KeepLogs()
+			fmt.Fprintf(os.Stderr, "%s: logs kept in %s (%v)\n", s, logs, err)
+		}()
+	}
 	results := map[playground.DrillKind][]playground.DrillResult{}
 	for _, kind := range schedule(kinds, k) {
 		n := len(results[kind]) + 1
@@ -147,8 +155,9 @@ func benchSetting(ctx context.Context, s setting, kinds []playground.DrillKind, 
 			logs, _ := p.KeepLogs()
 			return fmt.Errorf("%s, %s drill %d: %w (logs kept in %s)", s, kind, n, err, logs)
 		}
-		fmt.Fprintf(os.Stderr, "%s %s drill %d: %s -> %s published %s gap %s acked %d missing %d possibly-lost %d divergent %d\n",
-			s, kind, n, r.From, r.To, r.Published.Round(time.Millisecond), r.Gap.Round(time.Millisecond),
+		// The fault's wall time lets kept logs be read against the drill.
+		fmt.Fprintf(os.Stderr, "%s %s drill %d at %s: %s -> %s published %s gap %s acked %d missing %d possibly-lost %d divergent %d\n",
+			s, kind, n, r.At.UTC().Format("15:04:05.000"), r.From, r.To, r.Published.Round(time.Millisecond), r.Gap.Round(time.Millisecond),
 			r.Acked, r.Missing, r.PossiblyLost, r.Divergent)
 		results[kind] = append(results[kind], r)
 	}
