@@ -65,9 +65,10 @@ func usage(w io.Writer) {
   run   bring the playground up in the foreground; Ctrl-C stops everything
   up    bring it up in the background, write the env file, return once the group is Ready
   down  stop the playground started by up
-  bench-failover [-k N] [-settings 2s:3,1s:2] [-keep-logs]
-        repeat a primary crash under write load N times per pollInterval:failureThreshold
-        setting (a fresh playground each) and print min/median/p99/max of the write gap
+  bench-failover [-k N] [-settings 2s:3,1s:2] [-drills crash,frozen,isolated,planned] [-keep-logs]
+        run N drills of each kind under write load per pollInterval:failureThreshold setting
+        (one playground each) and print min/p50/p99/max of fault to published, the write
+        gap, possibly-lost GTIDs and missing acknowledged writes (docs/playground.md)
 flags: -state-dir DIR (default bin/playground), -ready-timeout D (default 3m)`)
 }
 

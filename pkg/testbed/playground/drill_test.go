@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/shipstream/bloodraven/pkg/apis/shipstream/v1alpha1"
+	"github.com/shipstream/bloodraven/pkg/gtid"
 )
 
 func TestPossiblyLostCountsTheGTIDsOfTheFailoverToTheNewPrimary(t *testing.T) {
@@ -122,5 +123,35 @@ func TestPeerClientsCutsEveryOtherSite(t *testing.T) {
 	g.Spec.Sites = []v1alpha1.SiteSpec{{Name: "iad"}, {Name: "pdx"}, {Name: "reader"}}
 	if got, want := peerClients(g, "iad"), "client=mysqlsim%3Apdx&client=mysqlsim%3Areader"; got != want {
 		t.Errorf("peerClients = %q, want %q", got, want)
+	}
+}
+
+func TestMissingFromTakesTheAcknowledgementsBeforeTheServerIsRead(t *testing.T) {
+	const uuid = "3e11fa47-71ca-11e1-9e33-c80aa9429562"
+	first, second := gtid.GTID{UUID: uuid, GNO: 1}, gtid.GTID{UUID: uuid, GNO: 2}
+	acked := gtid.Set{}.Add(first)
+	// The server holds the first write when it is read; the second is
+	// committed and acknowledged just after the read, as a running writer's
+	// next write is.
+	read := func() (gtid.Set, error) {
+		held := acked
+		acked = acked.Add(second)
+		return held, nil
+	}
+	missing, err := missingFrom(func() gtid.Set { return acked }, read)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !missing.IsEmpty() {
+		t.Fatalf("missing %s: a write acknowledged after the read counted as lost", missing)
+	}
+	// A write acknowledged before the read and absent from the server is
+	// missing.
+	missing, err = missingFrom(func() gtid.Set { return acked }, func() (gtid.Set, error) { return gtid.Set{}.Add(first), nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if missing.String() != second.String() {
+		t.Fatalf("missing %s: want %s", missing, second)
 	}
 }

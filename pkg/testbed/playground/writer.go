@@ -234,26 +234,26 @@ func Gap(acks []Ack, t time.Time, to string) (gap time.Duration, ok bool) {
 }
 
 // Missing connects to site and returns the acknowledged GTIDs it lacks.
-// The acknowledgements are taken before site is read: a write the running
-// writer has acknowledged since was committed after a gtid_executed read
-// before it could be, and would count as missing although site holds it.
 func (w *Writer) Missing(ctx context.Context, site string) (gtid.Set, error) {
-	acked := w.Acknowledged()
-	executed, err := w.Executed(ctx, site)
+	return missingFrom(w.Acknowledged, func() (gtid.Set, error) { return w.Executed(ctx, site) })
+}
+
+// missingFrom is acknowledged minus executed, with the acknowledgements
+// taken before the server is read: a write the running writer acknowledges
+// during or after the read was committed after gtid_executed was read, and
+// would count as missing although the server holds it.
+func missingFrom(acknowledged func() gtid.Set, executed func() (gtid.Set, error)) (gtid.Set, error) {
+	acked := acknowledged()
+	held, err := executed()
 	if err != nil {
 		return gtid.Set{}, err
 	}
-	return acked.Subtract(executed), nil
+	return acked.Subtract(held), nil
 }
 
 // Executed connects to site and returns its gtid_executed.
 func (w *Writer) Executed(ctx context.Context, site string) (gtid.Set, error) {
-	plan, ok := w.p.Site(site)
-	if !ok {
-		return gtid.Set{}, fmt.Errorf("no site %s", site)
-	}
-	c, err := mysql.Open(mysql.Options{Addr: plan.MySQLAddr, User: w.user, Password: w.password, Program: WriterProgram, TLS: w.tls,
-		DialTimeout: time.Second, ReadTimeout: 5 * time.Second, WriteTimeout: 5 * time.Second})
+	c, err := w.open(site)
 	if err != nil {
 		return gtid.Set{}, err
 	}
@@ -263,6 +263,17 @@ func (w *Writer) Executed(ctx context.Context, site string) (gtid.Set, error) {
 		return gtid.Set{}, err
 	}
 	return o.GTIDExecuted, nil
+}
+
+// open connects to site's mysqld with the writer's account, for one
+// administrative read or write outside the write loop.
+func (w *Writer) open(site string) (*mysql.Client, error) {
+	plan, ok := w.p.Site(site)
+	if !ok {
+		return nil, fmt.Errorf("no site %s", site)
+	}
+	return mysql.Open(mysql.Options{Addr: plan.MySQLAddr, User: w.user, Password: w.password, Program: WriterProgram, TLS: w.tls,
+		DialTimeout: time.Second, ReadTimeout: 5 * time.Second, WriteTimeout: 5 * time.Second})
 }
 
 func unstructuredSlice(obj map[string]any, fields ...string) ([]any, bool, error) {
@@ -289,12 +300,7 @@ func (w *Writer) ApplyDivergent(ctx context.Context, active, set string) (int, e
 	if err != nil {
 		return 0, fmt.Errorf("divergentGtid %q: %w", set, err)
 	}
-	plan, ok := w.p.Site(active)
-	if !ok {
-		return 0, fmt.Errorf("no site %s", active)
-	}
-	c, err := mysql.Open(mysql.Options{Addr: plan.MySQLAddr, User: w.user, Password: w.password, Program: WriterProgram, TLS: w.tls,
-		DialTimeout: time.Second, ReadTimeout: 5 * time.Second, WriteTimeout: 5 * time.Second})
+	c, err := w.open(active)
 	if err != nil {
 		return 0, err
 	}
