@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/shipstream/bloodraven/pkg/mysql"
 	"github.com/shipstream/bloodraven/pkg/protocol"
 	"github.com/shipstream/bloodraven/pkg/sidecar"
+	"github.com/shipstream/bloodraven/pkg/testbed/mysqlsim"
 	"github.com/shipstream/bloodraven/pkg/testbed/mysqlsim/simtest"
 )
 
@@ -220,4 +222,152 @@ func TestFenceProofRefusals(t *testing.T) {
 			t.Fatalf("proof %+v", pr)
 		}
 	})
+}
+
+// The two non-proof cases of docs/safety.md that need mysqld running and
+// writable: the sidecar cannot log in, or mysqld refuses it as one client
+// too many. Either way the sidecar has not read super_read_only, so its
+// answer must be None (the operator then waits the self-fence bound), and
+// the world shows why anything else would be a lie: the process runs, and
+// mysqld answers another client as it really is.
+
+func TestNoFenceProofWhenTheSidecarCannotLogIn(t *testing.T) {
+	p, _, addr, inst, op := writablePrimary(t)
+	admin := p.open(t, p.adminAddr, simtest.NativeUser, simtest.NativePass, "test-admin")
+	// The sidecar's password changed behind its back (a Secret rotated by
+	// hand), and the sessions it logged in with before are gone: every
+	// login it tries now is refused (1045), on both interfaces.
+	if _, err := admin.Exec("ALTER USER '" + simtest.AdminUser + "' IDENTIFIED BY 'rotated-elsewhere'"); err != nil {
+		t.Fatal(err)
+	}
+	evictSessionsOf(t, p, simtest.AdminUser)
+	serveTransition(op, "t1")
+	pr := askProof(t, addr, announcement("t1", "iad"))
+	if pr.Verdict != protocol.ProofNone || !strings.Contains(pr.Reason, "1045") {
+		t.Fatalf("proof %+v: want None because mysqld refuses the sidecar's login", pr)
+	}
+	if on, err := superReadOnly(admin); err != nil || on || !p.running() {
+		t.Fatalf("after the None answer mysqld answers super_read_only=%v (%v), running %v: want it still writable and running",
+			on, err, p.running())
+	}
+	// It cannot fence what it cannot log in to, so the fencing sequence
+	// stops the process; only once that really ended is the answer Exited.
+	waitFor(t, 15*time.Second, "an Exited proof", func() bool {
+		pr = askProof(t, addr, announcement("t1", "iad"))
+		if pr.Verdict == protocol.ProofFenced {
+			t.Fatalf("proof %+v: the sidecar never read super_read_only", pr)
+		}
+		return pr.Verdict == protocol.ProofExited
+	})
+	if p.running() || pr.Instance != inst {
+		t.Fatalf("proof %+v for %+v, child running %v", pr, inst, p.running())
+	}
+}
+
+func TestNoFenceProofWhenMySQLDRefusesTheSidecarAsOneConnectionTooMany(t *testing.T) {
+	p, _, addr, inst, op := writablePrimary(t)
+	admin := p.open(t, p.adminAddr, simtest.NativeUser, simtest.NativePass, "test-admin")
+	// max_connections client sessions plus the one mysqld keeps for
+	// CONNECTION_ADMIN, held by others; the sidecar's own go. Lowering the
+	// limit drops nobody, so the order leaves no gap for the sidecar.
+	holdSession(t, p.addr, simtest.AppUser, simtest.AppPass)
+	releaseReserved := holdSession(t, p.addr, simtest.NativeUser, simtest.NativePass)
+	if _, err := admin.Exec("SET GLOBAL max_connections = 1"); err != nil {
+		t.Fatal(err)
+	}
+	evictSessionsOf(t, p, simtest.AdminUser)
+	if err := loginOnce(p.addr, simtest.AppUser, simtest.AppPass); !mysql.IsNumber(err, mysqlsim.ErConCount) {
+		t.Fatalf("a new client login: %v, want 1040 Too many connections", err)
+	}
+	serveTransition(op, "t1")
+	// The fence itself goes over the administrative interface, which
+	// max_connections does not limit, so mysqld does become read-only; the
+	// sidecar still cannot read that over the connection it proves with.
+	waitFor(t, 10*time.Second, "mysqld answers super_read_only=ON", func() bool {
+		pr := askProof(t, addr, announcement("t1", "iad"))
+		if pr.Verdict != protocol.ProofNone || !strings.Contains(pr.Reason, "1040") {
+			t.Fatalf("proof %+v: want None while mysqld refuses the sidecar's connection", pr)
+		}
+		on, err := superReadOnly(admin)
+		return err == nil && on
+	})
+	// Past the point where the sequence would have stopped a process it
+	// could not fence: still None, and the process runs.
+	time.Sleep(2 * time.Second)
+	if pr := askProof(t, addr, announcement("t1", "iad")); pr.Verdict != protocol.ProofNone || !p.running() {
+		t.Fatalf("proof %+v, child running %v: want None from a running, fenced mysqld the sidecar cannot reach", pr, p.running())
+	}
+	// A slot frees: the sidecar reads super_read_only=ON itself.
+	releaseReserved()
+	var pr protocol.FenceProof
+	waitFor(t, 10*time.Second, "a Fenced proof", func() bool {
+		pr = askProof(t, addr, announcement("t1", "iad"))
+		return pr.Verdict == protocol.ProofFenced
+	})
+	if on, err := superReadOnly(admin); err != nil || !on || !p.running() || pr.Instance != inst {
+		t.Fatalf("proof %+v for %+v, but mysqld answers super_read_only=%v (%v), running %v", pr, inst, on, err, p.running())
+	}
+}
+
+// evictSessionsOf kills user's sessions on p, from the native
+// administrative account, until none is left (one may be logging in while
+// the first list is taken).
+func evictSessionsOf(t *testing.T, p *simProcess, user string) {
+	t.Helper()
+	c, err := mysql.Open(mysql.Options{Addr: p.adminAddr, User: simtest.NativeUser, Password: simtest.NativePass,
+		Program: "test-evict", DialTimeout: time.Second, ReadTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	waitFor(t, 5*time.Second, "no session of "+user+" is left", func() bool {
+		sessions, err := c.ListSessions(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		left := 0
+		for _, s := range sessions {
+			if s.User != user {
+				continue
+			}
+			left++
+			if err := c.KillSession(context.Background(), s.ID); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return left == 0
+	})
+}
+
+// holdSession logs user in on addr and keeps that one session open until
+// release is called or the test ends.
+func holdSession(t *testing.T, addr, user, pass string) (release func()) {
+	t.Helper()
+	c, err := mysql.Open(mysql.Options{Addr: addr, User: user, Password: pass, Program: "test-holder",
+		DialTimeout: time.Second, ReadTimeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var once sync.Once
+	release = func() { once.Do(func() { c.Close() }) } // closes the session, not just returns it to a pool
+	t.Cleanup(release)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := c.DB().PingContext(ctx); err != nil {
+		t.Fatalf("%s logs in on %s: %v", user, addr, err)
+	}
+	return release
+}
+
+// loginOnce opens one new session on addr and closes it.
+func loginOnce(addr, user, pass string) error {
+	c, err := mysql.Open(mysql.Options{Addr: addr, User: user, Password: pass, Program: "test-login",
+		DialTimeout: time.Second, ReadTimeout: 5 * time.Second})
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	return c.DB().PingContext(ctx)
 }
