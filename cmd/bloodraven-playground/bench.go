@@ -156,9 +156,9 @@ func benchSetting(ctx context.Context, s setting, kinds []playground.DrillKind, 
 			return fmt.Errorf("%s, %s drill %d: %w (logs kept in %s)", s, kind, n, err, logs)
 		}
 		// The fault's wall time lets kept logs be read against the drill.
-		fmt.Fprintf(os.Stderr, "%s %s drill %d at %s: %s -> %s published %s gap %s acked %d missing %d possibly-lost %d divergent %d\n",
-			s, kind, n, r.At.UTC().Format("15:04:05.000"), r.From, r.To, r.Published.Round(time.Millisecond), r.Gap.Round(time.Millisecond),
-			r.Acked, r.Missing, r.PossiblyLost, r.Divergent)
+		fmt.Fprintf(os.Stderr, "%s %s drill %d at %s: %s -> %s detected %s published %s gap %s acked %d missing %d possibly-lost %d divergent %d\n",
+			s, kind, n, r.At.UTC().Format("15:04:05.000"), r.From, r.To, r.Detected.Round(time.Millisecond), r.Published.Round(time.Millisecond),
+			r.Gap.Round(time.Millisecond), r.Acked, r.Missing, r.PossiblyLost, r.Divergent)
 		results[kind] = append(results[kind], r)
 	}
 	for _, kind := range kinds {
@@ -179,9 +179,31 @@ func summaryLine(s setting, kind playground.DrillKind, rs []playground.DrillResu
 	if kind == playground.DrillPlanned {
 		start, gap = "request to published", "write pause"
 	}
-	return fmt.Sprintf("%s %s k=%d %s: %s; %s: %s; possibly-lost GTIDs: %s; missing acked writes: %s",
+	line := fmt.Sprintf("%s %s k=%d %s: %s; %s: %s; possibly-lost GTIDs: %s; missing acked writes: %s",
 		s, kind, len(rs), start, summary(published, roundDuration), gap, summary(gaps, roundDuration),
 		summary(lost, decimal), summary(missing, decimal))
+	if kind == playground.DrillPlanned {
+		return line
+	}
+	return line + "; " + detectionSummary(rs)
+}
+
+// detectionSummary splits an automatic drill's time to publication at the
+// first status read holding the transition: fault to detection, and
+// detection to published (for an isolated site, the self-fence wait). Drills
+// whose transition no read caught are left out and counted.
+func detectionSummary(rs []playground.DrillResult) string {
+	var detected, after []time.Duration
+	for _, r := range rs {
+		if r.Detected > 0 {
+			detected, after = append(detected, r.Detected), append(after, r.Published-r.Detected)
+		}
+	}
+	if len(detected) == 0 {
+		return "detection: no read caught a transition"
+	}
+	return fmt.Sprintf("detected (%d of %d): %s; detection to published: %s", len(detected), len(rs),
+		summary(detected, roundDuration), summary(after, roundDuration))
 }
 
 func roundDuration(d time.Duration) string { return d.Round(10 * time.Millisecond).String() }

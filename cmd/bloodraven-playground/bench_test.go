@@ -32,17 +32,26 @@ func TestSummaryIsNearestRank(t *testing.T) {
 func TestSummaryLineNamesTheDrillAndItsMeasures(t *testing.T) {
 	s := setting{poll: "1s", threshold: 2}
 	rs := []playground.DrillResult{
-		{Published: 20 * time.Second, Gap: 21 * time.Second, PossiblyLost: 2, Missing: 1},
-		{Published: 22 * time.Second, Gap: 23 * time.Second},
+		{Published: 20 * time.Second, Gap: 21 * time.Second, PossiblyLost: 2, Missing: 1, Detected: 5 * time.Second},
+		{Published: 22 * time.Second, Gap: 23 * time.Second, Detected: 6 * time.Second},
+		{Published: 900 * time.Millisecond, Gap: 2 * time.Second}, // published before any read caught the transition
 	}
 	got := summaryLine(s, playground.DrillCrash, rs)
-	want := "pollInterval=1s failureThreshold=2 crash k=2 fault to published: min 20s p50 20s p99 22s max 22s; " +
-		"write gap: min 21s p50 21s p99 23s max 23s; possibly-lost GTIDs: min 0 p50 0 p99 2 max 2; missing acked writes: min 0 p50 0 p99 1 max 1"
+	want := "pollInterval=1s failureThreshold=2 crash k=3 fault to published: min 900ms p50 20s p99 22s max 22s; " +
+		"write gap: min 2s p50 21s p99 23s max 23s; possibly-lost GTIDs: min 0 p50 0 p99 2 max 2; missing acked writes: min 0 p50 0 p99 1 max 1; " +
+		"detected (2 of 3): min 5s p50 5s p99 6s max 6s; detection to published: min 15s p50 15s p99 16s max 16s"
 	if got != want {
 		t.Errorf("crash line:\n got %s\nwant %s", got, want)
 	}
-	if got := summaryLine(s, playground.DrillPlanned, rs); !strings.Contains(got, "request to published:") || !strings.Contains(got, "write pause:") {
-		t.Errorf("planned line does not measure from the request and call the gap a pause: %s", got)
+	planned := summaryLine(s, playground.DrillPlanned, rs)
+	if !strings.Contains(planned, "request to published:") || !strings.Contains(planned, "write pause:") {
+		t.Errorf("planned line does not measure from the request and call the gap a pause: %s", planned)
+	}
+	if strings.Contains(planned, "detect") {
+		t.Errorf("a planned failover is asked for, not detected: %s", planned)
+	}
+	if got := detectionSummary(rs[2:]); got != "detection: no read caught a transition" {
+		t.Errorf("no detection read: %s", got)
 	}
 }
 

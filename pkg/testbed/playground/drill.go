@@ -43,7 +43,12 @@ type DrillResult struct {
 	// lastFailover are published, and the transition cleared, in one write
 	// (docs/planned-failover.md, Publishing); DNS follows from it.
 	Published time.Duration
-	Acked     int
+	// Detected is the time from the fault to the first read of status
+	// that holds the transition (reads every 50 ms): for an automatic
+	// drill, the detection. Zero when no read caught the transition
+	// before it was published.
+	Detected time.Duration
+	Acked    int
 	// Missing counts acknowledged writes absent from the new primary.
 	Missing uint64
 	// PossiblyLost counts the GTIDs of status.lastFailover.possiblyLostGtid:
@@ -178,6 +183,9 @@ func (p *Playground) runDrill(ctx context.Context, d drill, timeout time.Duratio
 			if failed = d.failed(g, at); failed != nil {
 				return true
 			}
+		}
+		if r.Detected == 0 && r.To == "" && g.Status.Transition != nil {
+			r.Detected = time.Since(at)
 		}
 		if r.To == "" && published(g, r.From) {
 			r.To, r.Published, lastFailover = g.Status.ActiveSite, time.Since(at), g.Status.LastFailover
