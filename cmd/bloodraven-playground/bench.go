@@ -156,8 +156,12 @@ func benchSetting(ctx context.Context, s setting, kinds []playground.DrillKind, 
 			return fmt.Errorf("%s, %s drill %d: %w (logs kept in %s)", s, kind, n, err, logs)
 		}
 		// The fault's wall time lets kept logs be read against the drill.
-		fmt.Fprintf(os.Stderr, "%s %s drill %d at %s: %s -> %s detected %s published %s gap %s acked %d missing %d possibly-lost %d divergent %d\n",
-			s, kind, n, r.At.UTC().Format("15:04:05.000"), r.From, r.To, r.Detected.Round(time.Millisecond), r.Published.Round(time.Millisecond),
+		kept := ""
+		if r.Kept {
+			kept = " (failover abandoned: the old primary answered again holding more, and stays active)"
+		}
+		fmt.Fprintf(os.Stderr, "%s %s drill %d at %s: %s -> %s%s detected %s published %s gap %s acked %d missing %d possibly-lost %d divergent %d\n",
+			s, kind, n, r.At.UTC().Format("15:04:05.000"), r.From, r.To, kept, r.Detected.Round(time.Millisecond), r.Published.Round(time.Millisecond),
 			r.Gap.Round(time.Millisecond), r.Acked, r.Missing, r.PossiblyLost, r.Divergent)
 		results[kind] = append(results[kind], r)
 	}
@@ -171,9 +175,13 @@ func benchSetting(ctx context.Context, s setting, kinds []playground.DrillKind, 
 func summaryLine(s setting, kind playground.DrillKind, rs []playground.DrillResult) string {
 	var published, gaps []time.Duration
 	var lost, missing []uint64
+	kept := 0
 	for _, r := range rs {
 		published, gaps = append(published, r.Published), append(gaps, r.Gap)
 		lost, missing = append(lost, r.PossiblyLost), append(missing, r.Missing)
+		if r.Kept {
+			kept++
+		}
 	}
 	start, gap := "fault to published", "write gap"
 	if kind == playground.DrillPlanned {
@@ -182,6 +190,11 @@ func summaryLine(s setting, kind playground.DrillKind, rs []playground.DrillResu
 	line := fmt.Sprintf("%s %s k=%d %s: %s; %s: %s; possibly-lost GTIDs: %s; missing acked writes: %s",
 		s, kind, len(rs), start, summary(published, roundDuration), gap, summary(gaps, roundDuration),
 		summary(lost, decimal), summary(missing, decimal))
+	if kept > 0 {
+		// Counted in the distributions: the outage ended when the old
+		// primary took writes again.
+		line += fmt.Sprintf("; failovers abandoned for a returning old primary holding more: %d", kept)
+	}
 	if kind == playground.DrillPlanned {
 		return line
 	}

@@ -50,6 +50,10 @@ func TestSummaryLineNamesTheDrillAndItsMeasures(t *testing.T) {
 	if strings.Contains(planned, "detect") {
 		t.Errorf("a planned failover is asked for, not detected: %s", planned)
 	}
+	rs[0].Kept = true
+	if got := summaryLine(s, playground.DrillFrozen, rs); !strings.Contains(got, "; failovers abandoned for a returning old primary holding more: 1; detected") {
+		t.Errorf("an abandoned failover is not counted: %s", got)
+	}
 	if got := detectionSummary(rs[2:]); got != "detection: no read caught a transition" {
 		t.Errorf("no detection read: %s", got)
 	}

@@ -43,6 +43,11 @@ type DrillResult struct {
 	// lastFailover are published, and the transition cleared, in one write
 	// (docs/planned-failover.md, Publishing); DNS follows from it.
 	Published time.Duration
+	// Kept: the failover was abandoned before promotion and From stays
+	// the active site (an old primary that answers again, holding
+	// transactions the candidate lacks: docs/topology.md). To is then From,
+	// Published the time until status showed it so, and PossiblyLost zero.
+	Kept bool
 	// Detected is the time from the fault to the first read of status
 	// that holds the transition (reads every 50 ms): for an automatic
 	// drill, the detection. Zero when no read caught the transition
@@ -173,6 +178,7 @@ func (p *Playground) runDrill(ctx context.Context, d drill, timeout time.Duratio
 	// its caller is not left cut off.
 	defer func() { _ = undo() }()
 	var lastFailover *v1alpha1.LastFailover
+	var back time.Time // when status first showed the outcome
 	var failed error
 	err = until(ctx, func() bool {
 		g, err := p.group(ctx)
@@ -187,14 +193,21 @@ func (p *Playground) runDrill(ctx context.Context, d drill, timeout time.Duratio
 		if r.Detected == 0 && r.To == "" && g.Status.Transition != nil {
 			r.Detected = time.Since(at)
 		}
-		if r.To == "" && published(g, r.From) {
-			r.To, r.Published, lastFailover = g.Status.ActiveSite, time.Since(at), g.Status.LastFailover
+		if r.To == "" {
+			r.To, r.Kept = outcome(g, r.From, r.Detected > 0)
+			if r.To != "" {
+				r.Published, lastFailover, back = time.Since(at), g.Status.LastFailover, time.Now()
+			}
 		}
 		if r.To == "" {
 			return false
 		}
-		gap, ok := Gap(w.Acks(), at, r.To)
-		r.Gap = gap
+		var ok bool
+		if r.Kept {
+			r.Gap, ok = GapUntilBack(w.Acks(), back, r.To)
+		} else {
+			r.Gap, ok = Gap(w.Acks(), at, r.To)
+		}
 		return ok
 	})
 	switch {
@@ -205,8 +218,10 @@ func (p *Playground) runDrill(ctx context.Context, d drill, timeout time.Duratio
 	case err != nil:
 		return r, fmt.Errorf("%s published but acknowledged no write: %w", r.To, err)
 	}
-	if r.PossiblyLost, err = possiblyLost(lastFailover, r.To); err != nil {
-		return r, err
+	if !r.Kept {
+		if r.PossiblyLost, err = possiblyLost(lastFailover, r.To); err != nil {
+			return r, err
+		}
 	}
 	if err := undo(); err != nil {
 		return r, fmt.Errorf("returning %s: %w", r.From, err)
@@ -258,6 +273,20 @@ func followersCaughtUp(ctx context.Context, w *Writer, g *v1alpha1.MysqlFailover
 // changed and the transition cleared (the same status write).
 func published(g *v1alpha1.MysqlFailoverGroup, from string) bool {
 	return g.Status.ActiveSite != "" && g.Status.ActiveSite != from && g.Status.Transition == nil
+}
+
+// outcome is the site a drill away from from ended on, once status shows
+// one: the published new active site, or from itself (kept) when a
+// transition was seen since the fault and cleared with from still active,
+// a failover abandoned before promotion. Empty while neither holds.
+func outcome(g *v1alpha1.MysqlFailoverGroup, from string, sawTransition bool) (site string, kept bool) {
+	switch {
+	case published(g, from):
+		return g.Status.ActiveSite, false
+	case sawTransition && g.Status.Transition == nil && g.Status.ActiveSite == from:
+		return from, true
+	}
+	return "", false
 }
 
 // cooldownEnd is when a drill may start without the operator refusing it

@@ -155,3 +155,40 @@ func TestMissingFromTakesTheAcknowledgementsBeforeTheServerIsRead(t *testing.T) 
 		t.Fatalf("missing %s: want %s", missing, second)
 	}
 }
+
+func TestOutcomeKeepsTheOldPrimaryOnlyAfterATransitionWasSeen(t *testing.T) {
+	g := &v1alpha1.MysqlFailoverGroup{}
+	g.Status.ActiveSite = "iad"
+	if site, kept := outcome(g, "iad", false); site != "" || kept {
+		t.Errorf("no transition seen yet (the fault not detected): outcome %q kept %v", site, kept)
+	}
+	g.Status.Transition = &v1alpha1.Transition{TargetSite: "pdx"}
+	if site, kept := outcome(g, "iad", true); site != "" || kept {
+		t.Errorf("the failover still in flight: outcome %q kept %v", site, kept)
+	}
+	g.Status.Transition = nil
+	if site, kept := outcome(g, "iad", true); site != "iad" || !kept {
+		t.Errorf("the transition cleared with iad still active: outcome %q kept %v, want iad kept", site, kept)
+	}
+	g.Status.ActiveSite = "pdx"
+	if site, kept := outcome(g, "iad", true); site != "pdx" || kept {
+		t.Errorf("pdx published: outcome %q kept %v", site, kept)
+	}
+}
+
+func TestGapUntilBackRunsFromTheLastWriteBeforeTheOutage(t *testing.T) {
+	t0 := time.Date(2026, 12, 3, 9, 24, 42, 0, time.UTC)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	acks := []Ack{
+		{Site: "iad", At: at(0)}, {Site: "iad", At: at(10)}, // before the fault at 15
+		{Site: "iad", At: at(20)},   // in flight as the fault took effect
+		{Site: "iad", At: at(6020)}, // writable again after status showed iad kept at 6000
+		{Site: "iad", At: at(6030)},
+	}
+	if gap, ok := GapUntilBack(acks, at(6000), "iad"); !ok || gap != 6000*time.Millisecond {
+		t.Errorf("gap %v ok %v, want 6s from the write at 20 ms to the one at 6020 ms", gap, ok)
+	}
+	if _, ok := GapUntilBack(acks[:3], at(6000), "iad"); ok {
+		t.Error("no write acknowledged since iad was back: a gap")
+	}
+}

@@ -233,6 +233,25 @@ func Gap(acks []Ack, t time.Time, to string) (gap time.Duration, ok bool) {
 	return 0, false
 }
 
+// GapUntilBack is the write outage of a drill whose failover was abandoned,
+// so site (the old primary) took writes again once status showed it active
+// at back: from the write acknowledged just before site's first after back
+// (the last before the outage) to that first one. ok is false while site
+// has acknowledged nothing since back.
+func GapUntilBack(acks []Ack, back time.Time, site string) (gap time.Duration, ok bool) {
+	for i := range acks {
+		a := &acks[i]
+		if a.Site != site || a.At.Before(back) {
+			continue
+		}
+		if i == 0 {
+			return 0, false
+		}
+		return a.At.Sub(acks[i-1].At), true
+	}
+	return 0, false
+}
+
 // Missing connects to site and returns the acknowledged GTIDs it lacks.
 func (w *Writer) Missing(ctx context.Context, site string) (gtid.Set, error) {
 	return missingFrom(w.Acknowledged, func() (gtid.Set, error) { return w.Executed(ctx, site) })
