@@ -1,13 +1,18 @@
 package playground
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/shipstream/bloodraven/e2e/framework"
 )
@@ -102,7 +107,10 @@ func (p *Playground) Banner(token string) string {
 }
 
 // KeepLogs copies the processes' logs out of the playground's directory
-// (which Stop removes) into a new temporary directory and returns it.
+// (which Stop removes) into a new temporary directory, with the group's
+// namespace's Events as events.log (a decision's reason, such as why a
+// failover waited, is told in an Event, not in the operator's log), and
+// returns it.
 func (p *Playground) KeepLogs() (string, error) {
 	dst, err := os.MkdirTemp("", "bloodraven-playground-logs-")
 	if err != nil {
@@ -118,7 +126,40 @@ func (p *Playground) KeepLogs() (string, error) {
 			return dst, err
 		}
 	}
-	return dst, nil
+	return dst, p.keepEvents(filepath.Join(dst, "events.log"))
+}
+
+// keepEvents writes the namespace's Events to path, one JSON object per
+// line, oldest first.
+func (p *Playground) keepEvents(path string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	list, err := p.CP.Client().CoreV1().Events(p.Namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return fmt.Errorf("listing events: %w", err)
+	}
+	evs := list.Items
+	sort.SliceStable(evs, func(i, j int) bool { return eventTime(evs[i]).Before(eventTime(evs[j])) })
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	for _, e := range evs {
+		_ = enc.Encode(map[string]any{
+			"time": eventTime(e).UTC().Format(time.RFC3339Nano), "type": e.Type, "reason": e.Reason, "count": e.Count,
+			"object": e.InvolvedObject.Kind + "/" + e.InvolvedObject.Name, "message": e.Message,
+		})
+	}
+	return os.WriteFile(path, b.Bytes(), 0o644)
+}
+
+// eventTime is when an Event last happened, whichever API wrote it.
+func eventTime(e corev1.Event) time.Time {
+	switch {
+	case !e.EventTime.IsZero():
+		return e.EventTime.Time
+	case !e.LastTimestamp.IsZero():
+		return e.LastTimestamp.Time
+	}
+	return e.CreationTimestamp.Time
 }
 
 // appTLSForBanner is AppTLS within a short bound (the banner has no
