@@ -1,8 +1,10 @@
 package mysqlsim
 
 import (
+	"errors"
 	"net"
 	"strconv"
+	"syscall"
 
 	"github.com/shipstream/bloodraven/pkg/testbed/portlease"
 )
@@ -17,18 +19,29 @@ func (s *Server) listenKeepingPort(addr string) (net.Listener, error) {
 	if err != nil || port != "0" {
 		return net.Listen("tcp", addr)
 	}
-	l, err := portlease.Take()
-	if err != nil {
-		return nil, err
-	}
-	ln, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(l.Port)))
-	if err != nil {
+	// A process that does not lease may bind the port between the lease's
+	// check and this listen (a CI run's concurrent test packages: "address
+	// already in use"); on a first listen nothing depends on the port yet,
+	// so another lease is taken.
+	for attempt := 1; ; attempt++ {
+		l, err := portlease.Take()
+		if err != nil {
+			return nil, err
+		}
+		ln, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(l.Port)))
+		if err == nil {
+			s.leases = append(s.leases, l)
+			return ln, nil
+		}
 		l.Release()
-		return nil, err
+		if !errors.Is(err, syscall.EADDRINUSE) || attempt == firstListenAttempts {
+			return nil, err
+		}
 	}
-	s.leases = append(s.leases, l)
-	return ln, nil
 }
+
+// firstListenAttempts bounds the leased ports a first listen tries.
+const firstListenAttempts = 5
 
 // releasePortsLocked gives the leased ports back once the server is closed
 // for good.
