@@ -6,7 +6,6 @@ import (
 	"net"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -270,8 +269,8 @@ func TestNoFenceProofWhenMySQLDRefusesTheSidecarAsOneConnectionTooMany(t *testin
 	// max_connections client sessions plus the one mysqld keeps for
 	// CONNECTION_ADMIN, held by others; the sidecar's own go. Lowering the
 	// limit drops nobody, so the order leaves no gap for the sidecar.
-	holdSession(t, p.addr, simtest.AppUser, simtest.AppPass)
-	releaseReserved := holdSession(t, p.addr, simtest.NativeUser, simtest.NativePass)
+	holdSession(t, p, simtest.AppUser, simtest.AppPass)
+	releaseReserved := holdSession(t, p, simtest.NativeUser, simtest.NativePass)
 	if _, err := admin.Exec("SET GLOBAL max_connections = 1"); err != nil {
 		t.Fatal(err)
 	}
@@ -339,24 +338,17 @@ func evictSessionsOf(t *testing.T, p *simProcess, user string) {
 	})
 }
 
-// holdSession logs user in on addr and keeps that one session open until
-// release is called or the test ends.
-func holdSession(t *testing.T, addr, user, pass string) (release func()) {
+// holdSession logs user in on p's client address and keeps that one
+// session open until release is called or the test ends.
+func holdSession(t *testing.T, p *simProcess, user, pass string) (release func()) {
 	t.Helper()
-	c, err := mysql.Open(mysql.Options{Addr: addr, User: user, Password: pass, Program: "test-holder",
-		DialTimeout: time.Second, ReadTimeout: 10 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var once sync.Once
-	release = func() { once.Do(func() { c.Close() }) } // closes the session, not just returns it to a pool
-	t.Cleanup(release)
+	db := p.open(t, p.addr, user, pass, "test-holder")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if err := c.DB().PingContext(ctx); err != nil {
-		t.Fatalf("%s logs in on %s: %v", user, addr, err)
+	if err := db.PingContext(ctx); err != nil {
+		t.Fatalf("%s logs in on %s: %v", user, p.addr, err)
 	}
-	return release
+	return func() { db.Close() } // closes the session, not just returns it to a pool
 }
 
 // loginOnce opens one new session on addr and closes it.
