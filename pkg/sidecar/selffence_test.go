@@ -1,6 +1,7 @@
 package sidecar_test
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"errors"
@@ -12,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -153,13 +155,25 @@ func (p *simProcess) open(t testing.TB, addr, user, pass, program string) *sql.D
 	return c.DB()
 }
 
+// running asks the kernel, not the test's own bookkeeping: a child killed
+// a moment ago is a zombie until the goroutine waiting on it is scheduled
+// and reaps it, and a zombie runs nothing (proc(5): state Z). A loaded CI
+// machine once showed that window between the sidecar's Exited verdict and
+// the reap.
 func (p *simProcess) running() bool {
 	select {
 	case <-p.exited:
 		return false
 	default:
-		return true
 	}
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(p.cmd.Process.Pid) + "/stat")
+	if err != nil {
+		return false // reaped in between
+	}
+	// The state is the first field after the command, which ends at the
+	// last ')'.
+	rest := strings.TrimSpace(string(b[bytes.LastIndexByte(b, ')')+1:]))
+	return rest != "" && rest[0] != 'Z' && rest[0] != 'X'
 }
 
 func (p *simProcess) fault(t testing.TB, path string) {
