@@ -21,7 +21,7 @@ func TestSelfFenceDeadlineIsRobustToASkewedNewLeader(t *testing.T) {
 	seenTrue := t0.Add(time.Second) // true time the new leader first saw it
 	decide := func(trueNow time.Time, seen time.Time) Decision {
 		st := inFailover(v1alpha1.StepAwaitingSelfFence)
-		dl := metav1.NewTime(deadline)
+		dl := metav1.NewMicroTime(deadline)
 		st.Transition.SourceFenceDeadline = &dl
 		in := failoverInput(iadDown(), st)
 		in.Failover.SelfFenceBound, in.Failover.MaxClockSkew = bound, skew

@@ -176,17 +176,18 @@ func (d *decider) startFailover(active string) bool {
 // of the old primary is handed out, and every one it holds runs out within
 // SelfFenceBound.
 func (d *decider) recordFenceDeadline(t *v1alpha1.Transition) {
-	deadline := metav1.NewTime(ceilSecond(d.in.Now.Add(d.in.Failover.SelfFenceBound)))
+	deadline := metav1.NewMicroTime(ceilMicrosecond(d.in.Now.Add(d.in.Failover.SelfFenceBound)))
 	nt := d.step(t, v1alpha1.StepAwaitingSelfFence)
 	nt.SourceFenceDeadline = &deadline
 	d.waiting = fmt.Sprintf("failover to %s: waiting until %s for %s to have fenced itself", t.TargetSite, deadline.UTC().Format(time.RFC3339), t.SourceSite)
 }
 
-// ceilSecond rounds up to a whole second: status stores times to the
-// second, and a deadline must never come out earlier than it was computed.
-func ceilSecond(t time.Time) time.Time {
-	if r := t.Truncate(time.Second); !r.Equal(t) {
-		return r.Add(time.Second)
+// ceilMicrosecond rounds up to a whole microsecond: the deadline is stored
+// to the microsecond (metav1.MicroTime), and it must never come out earlier
+// than it was computed.
+func ceilMicrosecond(t time.Time) time.Time {
+	if r := t.Truncate(time.Microsecond); !r.Equal(t) {
+		return r.Add(time.Microsecond)
 	}
 	return t
 }

@@ -47,7 +47,7 @@ func iadDown() map[string]SiteInput {
 
 func inFailover(step v1alpha1.TransitionStep) v1alpha1.MysqlFailoverGroupStatus {
 	st := active(3, "iad")
-	dl := metav1.NewTime(t0.Add(20 * time.Second))
+	dl := metav1.NewMicroTime(t0.Add(20 * time.Second))
 	st.Transition = &v1alpha1.Transition{ID: "f1", Kind: v1alpha1.TransitionAutomatic, SourceSite: "iad", TargetSite: "pdx",
 		TopologyGeneration: 4, Step: step, StartTime: metav1.NewTime(t0), SourceFenceDeadline: &dl}
 	return st
@@ -163,10 +163,12 @@ func TestFailoverSteps(t *testing.T) {
 		if d := Decide(in); !d.Status.Transition.SourceFenceDeadline.Time.Equal(t0.Add(29 * time.Second)) {
 			t.Fatalf("deadline %v", d.Status.Transition.SourceFenceDeadline)
 		}
-		// Status keeps whole seconds: the deadline is rounded up, never down.
-		in.Now = t0.Add(9*time.Second + 300*time.Millisecond)
-		if d := Decide(in); !d.Status.Transition.SourceFenceDeadline.Time.Equal(t0.Add(30 * time.Second)) {
-			t.Fatalf("deadline %v, want rounded up to %v", d.Status.Transition.SourceFenceDeadline, t0.Add(30*time.Second))
+		// The deadline is stored to the microsecond: not rounded to a whole
+		// second, and rounded up, never down, below a microsecond.
+		in.Now = t0.Add(9*time.Second + 300*time.Millisecond + 500*time.Nanosecond)
+		want := t0.Add(29*time.Second + 300*time.Millisecond + time.Microsecond)
+		if d := Decide(in); !d.Status.Transition.SourceFenceDeadline.Time.Equal(want) {
+			t.Fatalf("deadline %v, want %v", d.Status.Transition.SourceFenceDeadline, want)
 		}
 	})
 	t.Run("an intent the cache sidecars are answered from does not hold yet starts no wait", func(t *testing.T) {
