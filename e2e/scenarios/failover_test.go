@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"strings"
 	"testing"
 	"time"
 
@@ -15,7 +14,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/shipstream/bloodraven/pkg/apis/shipstream/v1alpha1"
-	"github.com/shipstream/bloodraven/pkg/testbed/faultproxy"
 )
 
 // fault posts to a site's simulator fault API, as the printed playground
@@ -230,30 +228,20 @@ func TestOperatorKilledMidFailoverCompletesOnce(t *testing.T) {
 	}
 }
 
-// isolate cuts a site off from the operator and from its peers (every
-// proxied link to or from its sidecar and the operator's connection to its
-// mysqld blackholed, its peers' replication partitioned) while it keeps
-// running. The returned heal undoes it once; callers defer it.
+// isolate cuts a site off (playground.CutOffSite) while it keeps running.
+// The returned heal undoes it once; callers defer it.
 func isolate(t *testing.T, g *v1alpha1.MysqlFailoverGroup, site string) (heal func()) {
 	t.Helper()
-	peers := []string{}
-	for _, s := range g.Spec.Sites {
-		if s.Name != site {
-			peers = append(peers, "client=mysqlsim:"+s.Name)
-		}
-	}
-	if err := pg.IsolateSite(site, faultproxy.Blackhole); err != nil {
+	if err := pg.CutOffSite(g, site); err != nil {
 		t.Fatal(err)
 	}
-	fault(t, site, "partition?"+strings.Join(peers, "&"))
 	healed := false
 	return func() {
 		if !healed {
 			healed = true
-			if err := pg.IsolateSite(site, faultproxy.Open); err != nil {
+			if err := pg.ReconnectSite(site); err != nil {
 				t.Error(err)
 			}
-			fault(t, site, "heal")
 		}
 	}
 }

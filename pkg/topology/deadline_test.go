@@ -1,6 +1,7 @@
 package topology
 
 import (
+	"encoding/json"
 	"testing"
 	"time"
 
@@ -55,5 +56,30 @@ func TestSelfFenceDeadlineIsRobustToASkewedNewLeader(t *testing.T) {
 	}
 	if own(deadline.Add(-time.Millisecond)) || !own(deadline) {
 		t.Fatal("the writer's own wait changed")
+	}
+}
+
+// The deadline is what status stores, not what Decide computed: read back
+// from its JSON form (what the API server keeps) it is never earlier than
+// the pass's time plus the bound, and not rounded up to a whole second.
+func TestStoredSelfFenceDeadline(t *testing.T) {
+	st := inFailover(v1alpha1.StepRecorded)
+	st.Transition.SourceFenceDeadline = nil
+	in := failoverInput(iadDown(), st)
+	for _, off := range []time.Duration{0, 500 * time.Nanosecond, 300*time.Millisecond + 1500*time.Nanosecond, 999999999 * time.Nanosecond} {
+		in.Now = t0.Add(7*time.Second + off)
+		b, err := json.Marshal(Decide(in).Status.Transition)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var stored v1alpha1.Transition
+		if err := json.Unmarshal(b, &stored); err != nil {
+			t.Fatal(err)
+		}
+		want := in.Now.Add(in.Failover.SelfFenceBound)
+		dl := stored.SourceFenceDeadline
+		if dl == nil || dl.Time.Before(want) || dl.Sub(want) >= time.Microsecond {
+			t.Fatalf("now %s: stored deadline %v (%s), want %s rounded up to the microsecond", in.Now, dl, b, want)
+		}
 	}
 }

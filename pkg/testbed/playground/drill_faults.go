@@ -50,25 +50,32 @@ func thaw(ctx context.Context, p *Playground, from string) error {
 	return nil
 }
 
-// isolatedDrill cuts the whole active site off: every proxied link to or
-// from it blackholed (operator to mysqld and sidecar, sidecar to operator and
-// to its peers) and its mysqld partitioned from its peers' replication, as
-// e2e's TestPrimaryPartitionedFencesItselfAndFailsOver does. The writer
+// isolatedDrill cuts the whole active site off (CutOffSite). The writer
 // still reaches it (the partition cuts the peers' program names only), so
 // it keeps writing there until the site fences itself. Undo heals both.
 // Needs Config.FaultProxies.
 var isolatedDrill = drill{
 	kind: DrillIsolated,
 	inject: func(_ context.Context, p *Playground, g *v1alpha1.MysqlFailoverGroup) error {
-		from := g.Status.ActiveSite
-		if err := p.IsolateSite(from, faultproxy.Blackhole); err != nil {
-			return err
-		}
-		return p.Fault(from, "partition?"+peerClients(g, from))
+		return p.CutOffSite(g, g.Status.ActiveSite)
 	},
-	undo: func(_ context.Context, p *Playground, from string) error {
-		return errors.Join(p.IsolateSite(from, faultproxy.Open), p.Fault(from, "heal"))
-	},
+	undo: func(_ context.Context, p *Playground, from string) error { return p.ReconnectSite(from) },
+}
+
+// CutOffSite isolates site while it keeps running: every proxied link to
+// or from it blackholed (operator to mysqld and sidecar, sidecar to operator
+// and to its peers) and its mysqld partitioned from its peers' replication.
+// Needs Config.FaultProxies; ReconnectSite undoes it.
+func (p *Playground) CutOffSite(g *v1alpha1.MysqlFailoverGroup, site string) error {
+	if err := p.IsolateSite(site, faultproxy.Blackhole); err != nil {
+		return err
+	}
+	return p.Fault(site, "partition?"+peerClients(g, site))
+}
+
+// ReconnectSite opens site's links and heals its partition.
+func (p *Playground) ReconnectSite(site string) error {
+	return errors.Join(p.IsolateSite(site, faultproxy.Open), p.Fault(site, "heal"))
 }
 
 // peerClients is the partition query that cuts site off from every other
