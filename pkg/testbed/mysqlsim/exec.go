@@ -181,6 +181,7 @@ func (s *Server) execKill(sess *session, c *cursor) error {
 	}
 	s.log.Info("session killed", "id", id, "user", target.user.Name, "by", sess.user.Name)
 	target.kill()
+	s.markKilledLocked(target)
 	if target == sess {
 		return myErr(ErQueryInterrupted, "Query execution was interrupted")
 	}

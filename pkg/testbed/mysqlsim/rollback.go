@@ -25,12 +25,27 @@ func (s *Server) SetRollbackTime(d time.Duration) {
 	s.rollback.d = d
 }
 
+// markKilledLocked shows a session hit by KILL CONNECTION as MySQL does from
+// the moment the KILL returns (manual, "Thread Command Values": Killed), and
+// as rolling back if its open write transaction will take the configured
+// rollback time; the session's own goroutine ends it later (endSession).
+func (s *Server) markKilledLocked(sess *session) {
+	sess.command, sess.since = "Killed", time.Now()
+	if s.rollsBackSlowlyLocked(sess) {
+		sess.state = "rolling back"
+	}
+}
+
+func (s *Server) rollsBackSlowlyLocked(sess *session) bool {
+	return s.rollback.d > 0 && s.running && sess.inTxn && len(sess.txnOps) > 0
+}
+
 // rollBackLocked holds an ending session for the configured rollback time
 // if its transaction wrote, then discards the transaction. A crash or
 // shutdown ends the rollback at once (the data is recovered at start).
 func (s *Server) rollBackLocked(sess *session) {
 	d := s.rollback.d
-	if d <= 0 || !s.running || !sess.inTxn || len(sess.txnOps) == 0 {
+	if !s.rollsBackSlowlyLocked(sess) {
 		return
 	}
 	sess.command, sess.state, sess.since = "Killed", "rolling back", time.Now()
