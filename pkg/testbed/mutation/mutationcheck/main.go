@@ -82,7 +82,13 @@ func run(ctx context.Context, o options) (int, error) {
 	}
 	tree, logs := filepath.Join(tmp, "tree"), filepath.Join(tmp, "logs")
 	if !o.keep {
-		defer os.RemoveAll(tree)
+		// The logs stay for reading; a run that wrote none (-check, an
+		// early error) leaves nothing behind.
+		defer func() {
+			_ = os.RemoveAll(tree)
+			_ = os.Remove(logs) // only if empty
+			_ = os.Remove(tmp)
+		}()
 	}
 	if err := copyTree(ctx, src, tree, o.from); err != nil {
 		return 0, err
