@@ -106,6 +106,10 @@ func startSimProcess(t testing.TB) *simProcess {
 		pidFile: filepath.Join(dir, "mysqld.pid"), exited: make(chan struct{})}
 	p.cmd = exec.Command(bin, "-listen", p.addr, "-admin-addr", p.adminAddr, "-control-addr", p.control,
 		"-name", "iad", "-server-id", "1", "-server-uuid", simtest.UUID(1), "-users-file", users)
+	// Without -datadir the simulator keeps its binary log in a temporary
+	// directory that only a clean shutdown removes; most of these children
+	// are killed, so it goes under the test's own directory.
+	p.cmd.Env = append(os.Environ(), "TMPDIR="+dir)
 	logf, err := os.Create(filepath.Join(dir, "mysqlsim.log"))
 	if err != nil {
 		t.Fatal(err)
