@@ -36,6 +36,7 @@ func writeModule(t *testing.T, files map[string]string) string {
 
 // capture runs run() with stdout to a pipe and returns what it printed.
 func capture(t *testing.T, o options) (string, int, error) {
+	t.Setenv("TMPDIR", t.TempDir()) // the run's scratch copy and logs
 	r, w, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
