@@ -22,7 +22,7 @@ func TestSelfFenceDeadlineIsRobustToASkewedNewLeader(t *testing.T) {
 	seenTrue := t0.Add(time.Second) // true time the new leader first saw it
 	decide := func(trueNow time.Time, seen time.Time) Decision {
 		st := inFailover(v1alpha1.StepAwaitingSelfFence)
-		dl := metav1.NewMicroTime(deadline)
+		dl := v1alpha1.NewPreciseTime(deadline)
 		st.Transition.SourceFenceDeadline = &dl
 		in := failoverInput(iadDown(), st)
 		in.Failover.SelfFenceBound, in.Failover.MaxClockSkew = bound, skew
@@ -80,6 +80,47 @@ func TestStoredSelfFenceDeadline(t *testing.T) {
 		dl := stored.SourceFenceDeadline
 		if dl == nil || dl.Time.Before(want) || dl.Sub(want) >= time.Microsecond {
 			t.Fatalf("now %s: stored deadline %v (%s), want %s rounded up to the microsecond", in.Now, dl, b, want)
+		}
+	}
+}
+
+// Version skew: an operator built before the deadline was kept to the
+// microsecond holds it as a metav1.Time. It reads the stored value whole
+// (RFC 3339 allows the fraction), but any status write it makes stores it
+// truncated to the second, up to 1 s early. This build decodes such a
+// transition (metav1.MicroTime could not: its layout requires the
+// fraction), and a leader reading it still waits until the true deadline:
+// the skew margin exceeds the truncation, and its own full bound runs from
+// a moment after the pass that wrote the deadline (only leaders count
+// TransitionSeen).
+func TestSelfFenceDeadlineRewrittenByAnOlderOperator(t *testing.T) {
+	const bound, skew = 20 * time.Second, 5 * time.Second
+	type olderTransition struct {
+		SourceFenceDeadline *metav1.Time `json:"sourceFenceDeadline,omitempty"`
+	}
+	for _, off := range []time.Duration{0, time.Microsecond, 400 * time.Millisecond, 999999 * time.Microsecond} {
+		pass := t0.Add(off)
+		trueDL := v1alpha1.NewPreciseTime(ceilMicrosecond(pass.Add(bound)))
+		b, err := json.Marshal(v1alpha1.Transition{SourceFenceDeadline: &trueDL})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var older olderTransition
+		if err := json.Unmarshal(b, &older); err != nil || older.SourceFenceDeadline == nil || !older.SourceFenceDeadline.Equal(&metav1.Time{Time: trueDL.Time}) {
+			t.Fatalf("an older operator reads %s as %v (%v)", b, older.SourceFenceDeadline, err)
+		}
+		if b, err = json.Marshal(older); err != nil {
+			t.Fatal(err)
+		}
+		var rewritten v1alpha1.Transition
+		if err := json.Unmarshal(b, &rewritten); err != nil || rewritten.SourceFenceDeadline == nil {
+			t.Fatalf("this operator cannot read %s, written by an older one: %v", b, err)
+		}
+		for _, seen := range []time.Time{{}, pass, pass.Add(30 * time.Second)} {
+			if end := SelfFenceWaitEnd(rewritten.SourceFenceDeadline.Time, seen, bound, skew); end.Before(trueDL.Time) {
+				t.Fatalf("deadline %s rewritten as %s, seen %s: the wait ends at %s, before the true deadline",
+					trueDL.Time, rewritten.SourceFenceDeadline.Time, seen, end)
+			}
 		}
 	}
 }

@@ -127,7 +127,7 @@ func TestUnknownLagRefusesAutomaticPromotion(t *testing.T) {
 func catchingUpAt(tr *v1alpha1.Transition) v1alpha1.MysqlFailoverGroupStatus {
 	st := active(3, "iad")
 	nt := tr.DeepCopy()
-	at, dl := metav1.NewTime(t0), metav1.NewMicroTime(t0)
+	at, dl := metav1.NewTime(t0), v1alpha1.NewPreciseTime(t0)
 	nt.Step, nt.StepTime, nt.SourceFenceDeadline = v1alpha1.StepCatchingUp, &at, &dl
 	st.Transition = nt
 	return st

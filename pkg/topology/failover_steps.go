@@ -176,7 +176,7 @@ func (d *decider) startFailover(active string) bool {
 // of the old primary is handed out, and every one it holds runs out within
 // SelfFenceBound.
 func (d *decider) recordFenceDeadline(t *v1alpha1.Transition) {
-	deadline := metav1.NewMicroTime(ceilMicrosecond(d.in.Now.Add(d.in.Failover.SelfFenceBound)))
+	deadline := v1alpha1.NewPreciseTime(ceilMicrosecond(d.in.Now.Add(d.in.Failover.SelfFenceBound)))
 	nt := d.step(t, v1alpha1.StepAwaitingSelfFence)
 	nt.SourceFenceDeadline = &deadline
 	d.waiting = fmt.Sprintf("failover to %s: waiting until %s for %s to have fenced itself", t.TargetSite, deadline.UTC().Format(time.RFC3339), t.SourceSite)

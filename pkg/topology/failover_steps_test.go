@@ -47,7 +47,7 @@ func iadDown() map[string]SiteInput {
 
 func inFailover(step v1alpha1.TransitionStep) v1alpha1.MysqlFailoverGroupStatus {
 	st := active(3, "iad")
-	dl := metav1.NewMicroTime(t0.Add(20 * time.Second))
+	dl := v1alpha1.NewPreciseTime(t0.Add(20 * time.Second))
 	st.Transition = &v1alpha1.Transition{ID: "f1", Kind: v1alpha1.TransitionAutomatic, SourceSite: "iad", TargetSite: "pdx",
 		TopologyGeneration: 4, Step: step, StartTime: metav1.NewTime(t0), SourceFenceDeadline: &dl}
 	return st

@@ -78,7 +78,7 @@ func randomInput(r *rand.Rand) Input {
 			deadline = metav1.NewTime(t0.Add(-time.Duration(r.IntN(60)) * time.Second)) // the start time
 		}
 		status.Transition = &v1alpha1.Transition{ID: "y", Kind: kind, SourceSite: "iad", TargetSite: "pdx", TopologyGeneration: 3,
-			Step: steps[r.IntN(len(steps))], SourceFenceDeadline: &metav1.MicroTime{Time: deadline.Time}, StartTime: deadline, StepTime: &deadline}
+			Step: steps[r.IntN(len(steps))], SourceFenceDeadline: &v1alpha1.PreciseTime{MicroTime: metav1.MicroTime{Time: deadline.Time}}, StartTime: deadline, StepTime: &deadline}
 		if status.Transition.Step == v1alpha1.StepRecorded || r.IntN(8) == 0 {
 			status.Transition.SourceFenceDeadline = nil // not yet found in the cache by a later pass
 		}

@@ -54,7 +54,7 @@ func TestReadOnlyWithoutSuperReadOnlyIsNotFenced(t *testing.T) {
 	})
 	t.Run("the old primary of a failover", func(t *testing.T) {
 		st := v1alpha1.MysqlFailoverGroupStatus{ActiveSite: "iad", TopologyGeneration: 2}
-		dl := metav1.NewMicroTime(at.Add(time.Hour))
+		dl := v1alpha1.NewPreciseTime(at.Add(time.Hour))
 		st.Transition = &v1alpha1.Transition{ID: "f", Kind: v1alpha1.TransitionAutomatic, SourceSite: "iad", TargetSite: "pdx",
 			TopologyGeneration: 3, Step: v1alpha1.StepAwaitingSelfFence, StartTime: metav1.NewTime(at), SourceFenceDeadline: &dl}
 		d := topology.Decide(input(st, observed(true, false), observed(true, true)))

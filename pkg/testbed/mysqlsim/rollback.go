@@ -29,13 +29,18 @@ func (s *Server) SetRollbackTime(d time.Duration) {
 // the moment the KILL returns (manual, "Thread Command Values": Killed), and
 // as rolling back if its open write transaction will take the configured
 // rollback time; the session's own goroutine ends it later (endSession).
+// A second KILL changes nothing, the time shown included.
 func (s *Server) markKilledLocked(sess *session) {
-	sess.command, sess.since = "Killed", time.Now()
+	if sess.command != "Killed" {
+		sess.command, sess.since = "Killed", time.Now()
+	}
 	if s.rollsBackSlowlyLocked(sess) {
 		sess.state = "rolling back"
 	}
 }
 
+// rollsBackSlowlyLocked reports whether sess, ending now, would hold its
+// locks for the configured rollback time: its open transaction wrote.
 func (s *Server) rollsBackSlowlyLocked(sess *session) bool {
 	return s.rollback.d > 0 && s.running && sess.inTxn && len(sess.txnOps) > 0
 }
@@ -48,7 +53,7 @@ func (s *Server) rollBackLocked(sess *session) {
 	if !s.rollsBackSlowlyLocked(sess) {
 		return
 	}
-	sess.command, sess.state, sess.since = "Killed", "rolling back", time.Now()
+	s.markKilledLocked(sess) // a disconnect shows as a KILL does
 	s.log.Info("session rolling back", "id", sess.id, "user", sess.user.Name, "duration", d.String())
 	stopped := s.stopped
 	s.mu.Unlock()

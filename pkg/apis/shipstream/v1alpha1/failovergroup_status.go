@@ -171,7 +171,7 @@ type Transition struct {
 	// its sidecar has fenced it by itself; promotion waits for it. Kept to the
 	// microsecond, so the wait is not rounded up to a whole second.
 	// +optional
-	SourceFenceDeadline *metav1.MicroTime `json:"sourceFenceDeadline,omitempty"`
+	SourceFenceDeadline *PreciseTime `json:"sourceFenceDeadline,omitempty"`
 	// candidateGtidSet is, for an automatic failover, the target's
 	// gtid_executed together with its Retrieved_Gtid_Set when it was chosen:
 	// what it held then. It is not promoted before it executed all of it,
